@@ -1,0 +1,431 @@
+#!/usr/bin/env bash
+# softroce.sh — a real RDMA verbs device (Soft-RoCE, rdma_rxe) on any Linux box.
+#
+#   softroce.sh setup                 install what is missing, fetch a kernel, build an initramfs
+#   softroce.sh run [opts] -- CMD...  run CMD where an ACTIVE RDMA port exists
+#
+# `run` picks the cheapest way to get a device: (1) the host already has an ACTIVE port; (2) the host
+# kernel has rdma_rxe and we are root: rxe0 on lo for the duration of CMD; (3) a qemu guest (TCG) booting
+# Debian's stock kernel with the host's root filesystem shared read-only over 9p under a tmpfs overlay,
+# so CMD runs the host's own binaries and libraries unchanged. SOFTROCE_VM=1 forces (3).
+set -uo pipefail
+
+readonly PROG=softroce.sh
+readonly CACHE="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdma-bench/softroce"
+# Bump when the initramfs recipe changes so that `setup` rebuilds it.
+readonly RECIPE=3
+# Guest network: TEST-NET-1 addresses that exist only inside the guests.
+readonly NET_PREFIX=192.0.2
+readonly GUEST_MTU=9000
+readonly HUGEPAGES=256
+
+APT_PACKAGES=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-providers ibverbs-utils
+  libibverbs-dev librdmacm-dev perftest memcached iproute2 libclang-dev valgrind pkg-config)
+# Commands and files whose presence means "the package is there" (cheap check for a no-op setup).
+PRESENCE=(qemu-system-x86_64 /bin/busybox cpio depmod ibv_devinfo ib_write_bw memcached rdma
+  /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h valgrind pkg-config)
+
+die() { echo "$PROG: $*" >&2; exit 1; }
+note() { [ "${SOFTROCE_VERBOSE:-0}" = 1 ] && echo "$PROG: $*" >&2; return 0; }
+
+usage() {
+  cat <<'USAGE'
+usage: softroce.sh setup
+       softroce.sh run [--nodes 1|2] [--share DIR] [--timeout SECS] -- CMD [ARGS...]
+
+setup   Install missing packages (Debian/Ubuntu), fetch Debian's linux-image-amd64 (unpacked, never
+        installed) and build a small initramfs, all under $XDG_CACHE_HOME/rdma-bench/softroce
+        (default ~/.cache/rdma-bench/softroce). A second setup is a no-op.
+
+run     Run CMD where a Soft-RoCE (or real) RDMA device is ACTIVE and exit with CMD's exit code:
+          1. the host has an ACTIVE RDMA port: CMD runs directly;
+          2. the host kernel has rdma_rxe and we are root: rxe0 is made on lo for CMD, removed after;
+          3. otherwise a qemu guest (TCG) runs CMD as root, in the same directory, on the host's own
+             files (read-only; writes go to a tmpfs), output streamed live.
+        CMD sees RDMA_BENCH_DEVICE (e.g. rxe0), RDMA_BENCH_GID_INDEX (the RoCE v2 IPv4 GID) and
+        RDMA_BENCH_IP (the address the device is bound to).
+
+        --nodes N     1 (default) or 2: two guests joined by a virtual NIC, CMD runs on both with
+                      SOFTROCE_NODE=0|1 and SOFTROCE_PEER=<other node's address>; output lines are
+                      prefixed [node0]/[node1]; the exit code is non-zero if either fails.
+        --share DIR   writable from inside the guest; what CMD writes there is on the host afterwards
+                      (default ./target/softroce-share).
+        --timeout S   bound on the whole run, boot included (default 600); a hung guest is killed.
+
+environment: SOFTROCE_VM=1 forces the guest; SOFTROCE_CPUS (2), SOFTROCE_MEM (2048 MiB) size it;
+             SOFTROCE_VERBOSE=1 reports the path taken and the boot time on stderr.
+USAGE
+}
+
+# ---------------------------------------------------------------------------------------------- setup
+
+missing_packages() {
+  local p
+  for p in "${PRESENCE[@]}"; do
+    if [[ $p == /* ]]; then [ -e "$p" ] || return 0; else command -v "$p" >/dev/null || return 0; fi
+  done
+  return 1
+}
+
+install_packages() {
+  missing_packages || return 0
+  if ! command -v apt-get >/dev/null; then
+    die "not a Debian/Ubuntu system: install qemu-system-x86, a static busybox, cpio, kmod, rdma-core \
+(libibverbs, providers, utils, headers, librdmacm), perftest, memcached, iproute2, libclang, valgrind"
+  fi
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "$PROG: installing packages: ${APT_PACKAGES[*]}" >&2
+  $sudo apt-get update -qq >&2 || die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${APT_PACKAGES[@]}" >&2 || die "apt-get install failed (packages: ${APT_PACKAGES[*]})"
+}
+
+# The kernel version that linux-image-amd64 currently points at.
+current_kernel_pkg() {
+  apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+}
+
+build_initramfs() {
+  local kver=$1 kdir=$CACHE/kernel work
+  work=$(mktemp -d "$CACHE/initramfs.XXXXXX") || die "cannot write to $CACHE"
+  mkdir -p "$work"/{bin,proc,sys,dev,ctl,lib/modules} || die "cannot write to $work"
+  cp /bin/busybox "$work/bin/busybox" || die "no static busybox (install busybox-static)"
+  # Stage 1 only brings up the control share; stage 2 (written by `run`) does the rest, so changing
+  # the guest's setup never needs a rebuilt initramfs.
+  local m args
+  depmod -b "$kdir" "$kver" || die "depmod failed on $kdir"
+  : >"$work/modules"
+  for m in virtio_pci 9pnet_virtio 9p; do
+    modprobe -d "$kdir" -S "$kver" --show-depends "$m" || die "module $m not in kernel $kver"
+  done | awk '!seen[$2]++' | while read -r _ path args; do
+    cp "$path" "$work/lib/modules/" && echo "/lib/modules/$(basename "$path") $args" >>"$work/modules"
+  done
+  cat >"$work/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+while read -r m args; do insmod "$m" $args; done </modules
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 ctl /ctl || echo "softroce-guest: no control share"
+exec sh /ctl/stage2.sh
+INIT
+  chmod +x "$work/init"
+  (cd "$work" && find . | cpio -o -H newc --quiet | gzip -1) >"$CACHE/initramfs.img.tmp" \
+    || die "cannot build the initramfs (cpio/gzip failed; disk full?)"
+  mv "$CACHE/initramfs.img.tmp" "$CACHE/initramfs.img"
+  rm -rf "$work"
+}
+
+# Modules stage 2 loads from the kernel tree over 9p, in insmod order.
+write_module_list() {
+  local kver=$1 m
+  for m in overlay crc32_generic rdma_rxe dummy virtio_net; do
+    modprobe -d "$CACHE/kernel" -S "$kver" --show-depends "$m" || die "module $m not in kernel $kver"
+  done | awk '!seen[$2]++ {print $2, $3, $4}' >"$CACHE/modules.stage2"
+}
+
+cmd_setup() {
+  local stamp=$CACHE/ready
+  if [ -f "$stamp" ] && ! missing_packages && [ "$(sed -n 2p "$stamp")" = "recipe=$RECIPE" ]; then
+    return 0
+  fi
+  install_packages
+  mkdir -p "$CACHE" || die "cannot create $CACHE"
+  local pkg kver deb
+  pkg=$(current_kernel_pkg)
+  [ -n "$pkg" ] || { apt-get update -qq >&2 2>/dev/null; pkg=$(current_kernel_pkg); }
+  [ -n "$pkg" ] || die "cannot resolve linux-image-amd64 (no Debian package lists? run apt-get update)"
+  kver=${pkg#linux-image-}
+  if [ ! -f "$CACHE/kernel/boot/vmlinuz-$kver" ]; then
+    echo "$PROG: fetching $pkg" >&2
+    local dl
+    dl=$(mktemp -d "$CACHE/dl.XXXXXX") || die "cannot write to $CACHE"
+    (cd "$dl" && apt-get download "$pkg" 2>/dev/null) || { rm -rf "$dl"; die "apt-get download $pkg failed"; }
+    deb=$(ls "$dl"/*.deb)
+    rm -rf "$CACHE/kernel"
+    dpkg -x "$deb" "$CACHE/kernel" || { rm -rf "$dl" "$CACHE/kernel"; die "cannot unpack $deb (no space in $CACHE?)"; }
+    rm -rf "$dl"
+  fi
+  build_initramfs "$kver"
+  write_module_list "$kver"
+  printf 'kernel=%s\nrecipe=%s\n' "$kver" "$RECIPE" >"$stamp" || die "cannot write $stamp (disk full?)"
+  echo "$PROG: ready (kernel $kver) in $CACHE" >&2
+}
+
+# ------------------------------------------------------------------------------------------------ run
+
+# Prints "device gid_index ip" for the first ACTIVE port on the host, or nothing.
+host_active_device() {
+  local p dev gid
+  for p in /sys/class/infiniband/*/ports/*; do
+    [ -r "$p/state" ] || continue
+    grep -q ACTIVE "$p/state" || continue
+    dev=$(basename "$(dirname "$(dirname "$p")")")
+    gid=$(roce_v2_ipv4_gid "$p")
+    echo "$dev ${gid:-0 -}"
+    return 0
+  done
+}
+
+# Prints "index ip" of the RoCE v2 IPv4-mapped GID of a port directory, or nothing.
+roce_v2_ipv4_gid() {
+  local port=$1 f i v
+  for f in "$port"/gids/*; do
+    i=${f##*/}
+    v=$(cat "$f" 2>/dev/null) || continue
+    case $v in 0000:0000:0000:0000:0000:ffff:*) ;; *) continue ;; esac
+    [ "$(cat "$port/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+    local h=${v#0000:0000:0000:0000:0000:ffff:}
+    h=${h//:/}
+    echo "$i $((16#${h:0:2})).$((16#${h:2:2})).$((16#${h:4:2})).$((16#${h:6:2}))"
+    return 0
+  done
+}
+
+run_with_timeout() {
+  local secs=$1; shift
+  timeout -k 5 "$secs" "$@"
+  local rc=$?
+  if [ $rc = 124 ] || [ $rc = 137 ]; then
+    echo "$PROG: timed out after ${secs}s; stopped" >&2
+  fi
+  return $rc
+}
+
+# Path 2: a host kernel with rdma_rxe, and root.
+run_host_rxe() {
+  local timeout=$1; shift
+  modprobe rdma_rxe 2>/dev/null || return 200
+  rdma link add rxe0 type rxe netdev lo 2>/dev/null || return 200
+  local i gid=""
+  for i in $(seq 50); do
+    gid=$(roce_v2_ipv4_gid /sys/class/infiniband/rxe0/ports/1) && [ -n "$gid" ] && break
+    sleep 0.1
+  done
+  note "path 2: host rdma_rxe, rxe0 on lo, gid ${gid%% *}"
+  RDMA_BENCH_DEVICE=rxe0 RDMA_BENCH_GID_INDEX=${gid%% *} RDMA_BENCH_IP=${gid##* } \
+    run_with_timeout "$timeout" "$@"
+  local rc=$?
+  rdma link delete rxe0 2>/dev/null
+  return $rc
+}
+
+# Stage 2 of the guest's init (busybox sh), run from the control share.
+write_stage2() {
+  local ctl=$1 node=$2 nodes=$3 share=$4 ip peer
+  ip=$NET_PREFIX.$((node + 1))
+  peer=$NET_PREFIX.$((2 - node))
+  cat >"$ctl/stage2.sh" <<STAGE2
+# generated by softroce.sh
+CACHE='$CACHE' CTL='$ctl' SHARE='$share' NODE=$node NODES=$nodes IP=$ip PEER=$peer MTU=$GUEST_MTU HUGEPAGES=$HUGEPAGES
+STAGE2
+  cat >>"$ctl/stage2.sh" <<'STAGE2'
+fail() { echo "softroce-guest: $*" >&2; echo 125 >/ctl/rc; sync; poweroff -f; }
+exec </dev/null >/dev/ttyS0 2>/dev/ttyS1
+stty -F /dev/ttyS0 raw -echo; stty -F /dev/ttyS1 raw -echo
+mkdir -p /lower /rw /newroot
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 root /lower || fail "cannot mount the host root"
+while read -r m a b; do
+  n=${m##*/}; n=${n%.ko}
+  grep -q "^$(echo "$n" | tr - _) " /proc/modules || insmod "/lower$m" $a $b || fail "insmod $m failed"
+done <"/lower$CACHE/modules.stage2"
+mount -t tmpfs -o size=75% tmpfs /rw && mkdir -p /rw/upper /rw/work
+mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot || fail "overlay mount failed"
+R=/newroot
+mount -t proc proc $R/proc; mount -t sysfs sys $R/sys; mount -t devtmpfs dev $R/dev
+mkdir -p $R/dev/pts $R/dev/shm $R/dev/hugepages
+mount -t devpts devpts $R/dev/pts; mount -t tmpfs tmpfs $R/dev/shm; mount -t tmpfs tmpfs $R/run
+mount -t hugetlbfs hugetlbfs $R/dev/hugepages
+mkdir -p "$R$SHARE"
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share "$R$SHARE" || fail "cannot mount the share $SHARE"
+echo $HUGEPAGES >/proc/sys/vm/nr_hugepages
+hostname "softroce$NODE"
+in_root() { chroot $R /usr/bin/env PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+in_root ip link set lo up
+if [ "$NODES" = 1 ]; then NETDEV=dummy0; in_root ip link add dummy0 type dummy; else NETDEV=eth0; fi
+in_root ip link set "$NETDEV" mtu $MTU
+in_root ip addr add "$IP/24" dev "$NETDEV"
+in_root ip link set "$NETDEV" up || fail "no $NETDEV"
+in_root rdma link add rxe0 type rxe netdev "$NETDEV" || fail "rdma link add rxe0 failed"
+P=/sys/class/infiniband/rxe0/ports/1
+GID=
+for t in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  for f in $P/gids/*; do
+    i=${f##*/}
+    case "$(cat $f)" in 0000:0000:0000:0000:0000:ffff:*) ;; *) continue ;; esac
+    [ "$(cat $P/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && GID=$i && break
+  done
+  [ -n "$GID" ] && grep -q ACTIVE $P/state && break
+  sleep 0.2
+done
+[ -n "$GID" ] || fail "rxe0 has no RoCE v2 IPv4 GID"
+echo "$(cut -d' ' -f1 /proc/uptime)" >/ctl/booted
+SOFTROCE_GUEST_DEVICE=rxe0 SOFTROCE_GUEST_GID=$GID SOFTROCE_GUEST_IP=$IP SOFTROCE_GUEST_PEER=$PEER \
+  SOFTROCE_GUEST_NODE=$NODE chroot $R /bin/bash "$CTL/cmd.sh"
+echo $? >/ctl/rc
+sync
+poweroff -f
+STAGE2
+}
+
+# The command file: the caller's environment and directory, then CMD.
+write_cmd() {
+  local ctl=$1 nodes=$2; shift 2
+  {
+    echo "# generated by softroce.sh"
+    export -p | grep -Ev '^declare -x (PWD|OLDPWD|SHLVL|_|TMPDIR|SOFTROCE_VM)(=|$)'
+    echo 'export RDMA_BENCH_DEVICE=$SOFTROCE_GUEST_DEVICE RDMA_BENCH_GID_INDEX=$SOFTROCE_GUEST_GID'
+    echo 'export RDMA_BENCH_IP=$SOFTROCE_GUEST_IP'
+    if [ "$nodes" = 2 ]; then echo 'export SOFTROCE_NODE=$SOFTROCE_GUEST_NODE SOFTROCE_PEER=$SOFTROCE_GUEST_PEER'; fi
+    echo 'unset SOFTROCE_GUEST_DEVICE SOFTROCE_GUEST_GID SOFTROCE_GUEST_IP SOFTROCE_GUEST_PEER SOFTROCE_GUEST_NODE'
+    echo 'ulimit -l unlimited'
+    printf 'cd %q || exit 125\n' "$PWD"
+    printf '%q ' "$@"
+    echo
+  } >"$ctl/cmd.sh"
+}
+
+# Boots one guest; stdout/stderr of CMD arrive on this function's stdout/stderr.
+boot_guest() {
+  local ctl=$1 node=$2 nodes=$3 share=$4 netarg=$5 kver
+  kver=$(sed -n 's/^kernel=//p' "$CACHE/ready")
+  # qemu opens <path>.in and <path>.out read-write; only .out carries the guest's stderr.
+  mkfifo "$ctl/stderr.in" "$ctl/stderr.out" || return 125
+  local net=()
+  if [ -n "$netarg" ]; then
+    net=(-netdev "socket,id=n0,$netarg" -device "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:5$node")
+  fi
+  qemu-system-x86_64 -accel tcg -cpu max -smp "${SOFTROCE_CPUS:-2}" -m "${SOFTROCE_MEM:-2048}" \
+    -nodefaults -no-user-config -display none -monitor none -no-reboot \
+    -kernel "$CACHE/kernel/boot/vmlinuz-$kver" -initrd "$CACHE/initramfs.img" \
+    -append "console=ttyS2 quiet loglevel=3 panic=1 rdinit=/init" \
+    -chardev stdio,id=out,signal=off -serial chardev:out \
+    -chardev pipe,id=err,path="$ctl/stderr" -serial chardev:err \
+    -chardev file,id=con,path="$ctl/console.log" -serial chardev:con \
+    -fsdev local,id=fs0,path=/,security_model=none,readonly=on,multidevs=remap \
+    -device virtio-9p-pci,fsdev=fs0,mount_tag=root \
+    -fsdev local,id=fs1,path="$ctl",security_model=none,multidevs=remap \
+    -device virtio-9p-pci,fsdev=fs1,mount_tag=ctl \
+    -fsdev local,id=fs2,path="$share",security_model=none,multidevs=remap \
+    -device virtio-9p-pci,fsdev=fs2,mount_tag=share \
+    "${net[@]}" </dev/null &
+  local qemu=$!
+  cat "$ctl/stderr.out" >&2 &
+  local reader=$!
+  # Forward a stop to the guest's qemu so that no emulator outlives the run.
+  trap 'kill $qemu 2>/dev/null' TERM INT HUP
+  wait $qemu
+  local rc=$?
+  # Opening read-write never blocks; closing lets the reader see EOF even if qemu never opened the pipe.
+  exec 4<>"$ctl/stderr.out"; exec 4>&-
+  wait $reader
+  return $rc
+}
+
+guest_report() {
+  local ctl=$1 label=$2
+  if [ ! -f "$ctl/booted" ]; then
+    echo "$PROG: ${label}guest did not come up; last console lines:" >&2
+    tail -n 15 "$ctl/console.log" >&2 2>/dev/null
+  elif [ -f "$ctl/rc" ]; then
+    note "${label}guest up in $(cat "$ctl/booted") s"
+  fi
+}
+
+run_vm() {
+  local nodes=$1 share=$2 timeout=$3; shift 3
+  [ -f "$CACHE/ready" ] || die "the testbed is not set up: run bench_scripts/softroce.sh setup"
+  command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found: run bench_scripts/softroce.sh setup"
+  mkdir -p "$CACHE/runs" || die "cannot write to $CACHE"
+  local ctls=() n
+  for ((n = 0; n < nodes; n++)); do
+    ctls[n]=$(mktemp -d "$CACHE/runs/run.XXXXXX") || die "cannot write to $CACHE/runs (disk full?)"
+    write_stage2 "${ctls[n]}" "$n" "$nodes" "$share" || die "cannot write to ${ctls[n]} (disk full?)"
+    write_cmd "${ctls[n]}" "$nodes" "$@" || die "cannot write to ${ctls[n]} (disk full?)"
+  done
+  note "path 3: qemu guest x$nodes"
+  local start=$SECONDS rc
+  if [ "$nodes" = 1 ]; then
+    run_with_timeout "$timeout" bash -c "$(declare -f boot_guest); CACHE='$CACHE'; boot_guest '${ctls[0]}' 0 1 '$share' ''"
+    rc=$?
+    guest_report "${ctls[0]}" ""
+    if [ $rc != 124 ] && [ $rc != 137 ]; then
+      rc=$(cat "${ctls[0]}/rc" 2>/dev/null || echo 125)
+    fi
+  else
+    local port
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)))
+    run_with_timeout "$timeout" bash -c "
+      $(declare -f boot_guest); CACHE='$CACHE'
+      boot_guest '${ctls[0]}' 0 2 '$share' 'listen=127.0.0.1:$port' \
+        > >(sed -u 's/^/[node0] /') 2> >(sed -u 's/^/[node0] /' >&2) &
+      p0=\$!
+      for i in \$(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+      boot_guest '${ctls[1]}' 1 2 '$share' 'connect=127.0.0.1:$port' \
+        > >(sed -u 's/^/[node1] /') 2> >(sed -u 's/^/[node1] /' >&2) &
+      p1=\$!
+      wait \$p0; wait \$p1"
+    rc=$?
+    guest_report "${ctls[0]}" "node0 "
+    guest_report "${ctls[1]}" "node1 "
+    if [ $rc != 124 ] && [ $rc != 137 ]; then
+      local r0 r1
+      r0=$(cat "${ctls[0]}/rc" 2>/dev/null || echo 125)
+      r1=$(cat "${ctls[1]}/rc" 2>/dev/null || echo 125)
+      rc=$r0
+      [ "$r0" = 0 ] && rc=$r1
+    fi
+  fi
+  note "run took $((SECONDS - start)) s"
+  rm -rf "${ctls[@]}"
+  return "$rc"
+}
+
+cmd_run() {
+  local nodes=1 share=./target/softroce-share timeout=600
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --nodes) nodes=${2:-}; shift 2 || die "--nodes needs a value" ;;
+      --nodes=*) nodes=${1#*=}; shift ;;
+      --share) share=${2:-}; shift 2 || die "--share needs a value" ;;
+      --share=*) share=${1#*=}; shift ;;
+      --timeout) timeout=${2:-}; shift 2 || die "--timeout needs a value" ;;
+      --timeout=*) timeout=${1#*=}; shift ;;
+      --) shift; break ;;
+      -h | --help) usage; exit 0 ;;
+      *) die "unknown option '$1' (usage: softroce.sh run [--nodes 1|2] [--share DIR] [--timeout SECS] -- CMD)" ;;
+    esac
+  done
+  [ $# -gt 0 ] || die "no command given (usage: softroce.sh run [options] -- CMD [ARGS...])"
+  [[ $nodes == 1 || $nodes == 2 ]] || die "--nodes must be 1 or 2, not '$nodes'"
+  [[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds, not '$timeout'"
+  mkdir -p "$share" || die "cannot create the share directory $share"
+  share=$(cd "$share" && pwd -P)
+
+  if [ "${SOFTROCE_VM:-0}" != 1 ] && [ "$nodes" = 1 ]; then
+    local dev
+    dev=$(host_active_device)
+    if [ -n "$dev" ]; then
+      read -r d g ip <<<"$dev"
+      note "path 1: host device $d, gid index $g"
+      RDMA_BENCH_DEVICE=$d RDMA_BENCH_GID_INDEX=$g RDMA_BENCH_IP=$ip run_with_timeout "$timeout" "$@"
+      exit $?
+    fi
+    if [ "$(id -u)" = 0 ]; then
+      run_host_rxe "$timeout" "$@"
+      local rc=$?
+      [ $rc = 200 ] || exit $rc
+    fi
+  fi
+  run_vm "$nodes" "$share" "$timeout" "$@"
+  exit $?
+}
+
+case ${1:-} in
+  setup) shift; [ $# = 0 ] || die "setup takes no arguments"; cmd_setup ;;
+  run) shift; cmd_run "$@" ;;
+  "" | -h | --help | help) usage; [ $# -gt 0 ] || exit 2 ;;
+  *) usage >&2; die "unknown verb '$1'" ;;
+esac
