@@ -1,0 +1,19 @@
+//! rdma-bench: the benchmarks of "Design Guidelines for High Performance RDMA Systems" (ATC'16) as a
+//! raw-FFI crate.
+//!
+//! - [`verbs`]: RAII owners of verbs objects (context, PD, MR, CQ, QP, AH) and QP connection.
+//! - [`mem`]: hugepage-backed buffers (anonymous and SysV shared), NUMA binding.
+//! - [`hot`]: pre-built work-request batches, doorbell batching, selective signaling, polling.
+//! - [`error`]: the one error type, which keeps the failing verb, errno and a hint.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod sys;
+
+pub mod error;
+pub mod hot;
+pub mod mem;
+pub mod verbs;
+
+pub use error::{Error, Result};

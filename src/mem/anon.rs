@@ -1,0 +1,158 @@
+//! Private anonymous buffers (one process), MAP_HUGETLB when possible.
+
+use memmap2::{MmapMut, MmapOptions};
+
+use super::{numa, round_up, warn_fallback, HugePolicy, Placement, HUGEPAGE_SIZE};
+use crate::error::{Error, Result};
+
+/// A zeroed, page-aligned buffer for MRs, unmapped on drop. Deregister MRs on it first (an MR
+/// registered with [`crate::verbs::MemoryRegion::register`] must not outlive it).
+#[derive(Debug)]
+pub struct HugeBuffer {
+    map: MmapMut,
+    len: usize,
+    huge: bool,
+}
+
+impl HugeBuffer {
+    /// Maps at least `len` bytes placed as asked.
+    pub fn new(len: usize, place: Placement) -> Result<HugeBuffer> {
+        if len == 0 {
+            return Err(Error::config("buffer size must be positive"));
+        }
+        let (map, huge) = match place.huge {
+            HugePolicy::Off => (plain(len)?, false),
+            HugePolicy::Require => (huge(len)?, true),
+            HugePolicy::Auto => match huge(len) {
+                Ok(m) => (m, true),
+                Err(e) => {
+                    warn_fallback("an anonymous buffer", &e);
+                    (plain(len)?, false)
+                }
+            },
+        };
+        let mut buf = HugeBuffer { map, len, huge };
+        if let Some(node) = place.numa_node {
+            // SAFETY: the mapping is ours, page-aligned, and not yet touched.
+            unsafe { numa::bind(buf.map.as_mut_ptr(), buf.map.len(), node)? };
+        }
+        Ok(buf)
+    }
+
+    /// Start of the buffer.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.map.as_ptr() as *mut u8
+    }
+    /// Usable length (what was asked for).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Never true: a buffer has at least one byte.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    /// True when backed by hugepages.
+    pub fn is_huge(&self) -> bool {
+        self.huge
+    }
+    /// The bytes.
+    ///
+    /// # Safety
+    /// No RDMA operation that writes this memory may be in flight while the slice lives.
+    pub unsafe fn as_slice(&self) -> &[u8] {
+        &self.map[..self.len]
+    }
+    /// The bytes, mutably.
+    ///
+    /// # Safety
+    /// No RDMA operation that reads or writes this memory may be in flight while the slice lives.
+    pub unsafe fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.map[..self.len]
+    }
+}
+
+fn huge(len: usize) -> Result<MmapMut> {
+    MmapOptions::new()
+        .len(round_up(len, HUGEPAGE_SIZE))
+        .huge(Some(21))
+        .map_anon()
+        .map_err(|e| Error::verb("mmap(MAP_HUGETLB)", e.raw_os_error().unwrap_or(0)))
+}
+
+fn plain(len: usize) -> Result<MmapMut> {
+    MmapOptions::new()
+        .len(len)
+        .map_anon()
+        .map_err(|e| Error::verb("mmap", e.raw_os_error().unwrap_or(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_gives_plain_zeroed_pages() {
+        let b = HugeBuffer::new(
+            10_000,
+            Placement {
+                huge: HugePolicy::Off,
+                numa_node: None,
+            },
+        )
+        .unwrap();
+        assert!(!b.is_huge());
+        assert_eq!(b.len(), 10_000);
+        assert_eq!(b.as_ptr() as usize % 4096, 0);
+        // SAFETY: no RDMA anywhere in this test.
+        assert!(unsafe { b.as_slice() }.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn require_matches_what_the_host_has() {
+        let r = HugeBuffer::new(
+            1 << 20,
+            Placement {
+                huge: HugePolicy::Require,
+                numa_node: None,
+            },
+        );
+        if super::super::hugepages_free() == 0 {
+            let e = r.unwrap_err().to_string();
+            assert!(
+                e.contains("mmap(MAP_HUGETLB) failed") && e.contains("nr_hugepages"),
+                "{e}"
+            );
+        } else {
+            let b = r.unwrap();
+            assert!(b.is_huge());
+            assert_eq!(b.as_ptr() as usize % HUGEPAGE_SIZE, 0);
+        }
+    }
+
+    #[test]
+    fn auto_always_gives_memory() {
+        let b = HugeBuffer::new(4096, Placement::default()).unwrap();
+        if super::super::hugepages_free() == 0 {
+            assert!(
+                !b.is_huge(),
+                "no hugepages are free, yet the buffer claims to be huge"
+            );
+        }
+        assert_eq!(b.len(), 4096);
+        assert_eq!(b.as_ptr() as usize % 4096, 0);
+    }
+
+    #[test]
+    fn bad_numa_node_is_named() {
+        let e = HugeBuffer::new(
+            4096,
+            Placement {
+                huge: HugePolicy::Off,
+                numa_node: Some(1000),
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("NUMA node 1000"), "{e}");
+    }
+}

@@ -1,0 +1,111 @@
+//! Memory for RDMA buffers: hugepage-backed when possible, NUMA-bound on request, and never left
+//! behind (SysV segments are removed on drop and on SIGINT/SIGTERM).
+
+mod anon;
+mod numa;
+mod shm;
+
+pub use anon::HugeBuffer;
+pub use shm::{install_signal_cleanup, live_segments, release_all_segments, ShmBuffer};
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Once;
+
+/// Size of the hugepages we ask for (x86-64's 2 MiB).
+pub const HUGEPAGE_SIZE: usize = 2 << 20;
+
+/// Whether buffers must, may or must not use hugepages (`--hugepages auto|require|off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HugePolicy {
+    /// Hugepages when available, else ordinary pages with one warning line.
+    #[default]
+    Auto,
+    /// Hugepages or an error that says how to reserve them.
+    Require,
+    /// Ordinary pages.
+    Off,
+}
+
+impl FromStr for HugePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(HugePolicy::Auto),
+            "require" => Ok(HugePolicy::Require),
+            "off" => Ok(HugePolicy::Off),
+            _ => Err(format!(
+                "'{s}' is not a hugepage policy (auto, require or off)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for HugePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HugePolicy::Auto => "auto",
+            HugePolicy::Require => "require",
+            HugePolicy::Off => "off",
+        })
+    }
+}
+
+/// Where a buffer lives.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Placement {
+    /// Hugepage policy.
+    pub huge: HugePolicy,
+    /// NUMA node to bind the memory to, if any.
+    pub numa_node: Option<u32>,
+}
+
+pub(crate) fn round_up(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+/// Says once per process that hugepages were wanted but not had.
+pub(crate) fn warn_fallback(what: &str, err: &crate::Error) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        eprintln!("warning: no hugepages for {what} ({err}); using ordinary pages");
+    });
+}
+
+/// Free 2 MiB hugepages on this host, from /proc/meminfo.
+pub fn hugepages_free() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("HugePages_Free:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_parses_its_three_words_only() {
+        assert_eq!("auto".parse::<HugePolicy>(), Ok(HugePolicy::Auto));
+        assert_eq!("require".parse::<HugePolicy>(), Ok(HugePolicy::Require));
+        assert_eq!("off".parse::<HugePolicy>(), Ok(HugePolicy::Off));
+        assert_eq!(
+            "yes".parse::<HugePolicy>(),
+            Err("'yes' is not a hugepage policy (auto, require or off)".to_string())
+        );
+    }
+
+    #[test]
+    fn round_up_to_hugepage() {
+        assert_eq!(round_up(1, HUGEPAGE_SIZE), HUGEPAGE_SIZE);
+        assert_eq!(round_up(HUGEPAGE_SIZE, HUGEPAGE_SIZE), HUGEPAGE_SIZE);
+        assert_eq!(
+            round_up(HUGEPAGE_SIZE + 1, HUGEPAGE_SIZE),
+            2 * HUGEPAGE_SIZE
+        );
+    }
+}

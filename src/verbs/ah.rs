@@ -1,0 +1,63 @@
+//! Address handles for UD.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use super::{defaults, Port, ProtectionDomain, QpInfo};
+use crate::error::{Error, Result};
+use crate::sys;
+
+/// An `ibv_ah`: how to reach one UD peer (LID on InfiniBand, GID with GRH on RoCE).
+#[derive(Debug)]
+pub struct AddressHandle {
+    raw: NonNull<sys::ibv_ah>,
+    _pd: Arc<ProtectionDomain>,
+}
+
+// SAFETY: an AH is immutable after creation.
+unsafe impl Send for AddressHandle {}
+// SAFETY: as above.
+unsafe impl Sync for AddressHandle {}
+
+impl AddressHandle {
+    /// An AH from `port` to the peer described by `remote`.
+    pub fn new(pd: &Arc<ProtectionDomain>, port: &Port, remote: &QpInfo) -> Result<AddressHandle> {
+        let mut attr = address_vector(port, remote);
+        // SAFETY: the PD is alive and `attr` is fully initialised.
+        let raw = unsafe { sys::ibv_create_ah(pd.as_raw(), &mut attr) };
+        let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_ah"))?;
+        Ok(AddressHandle {
+            raw,
+            _pd: Arc::clone(pd),
+        })
+    }
+
+    /// The raw `ibv_ah`.
+    pub fn as_raw(&self) -> *mut sys::ibv_ah {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for AddressHandle {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is a live AH; WRs referencing it are the caller's to have completed.
+        unsafe { sys::ibv_destroy_ah(self.raw.as_ptr()) };
+    }
+}
+
+/// The address vector used by both AHs and RC/UC RTR: GRH on RoCE, LID on InfiniBand.
+pub(crate) fn address_vector(port: &Port, remote: &QpInfo) -> sys::ibv_ah_attr {
+    let mut attr = sys::ibv_ah_attr {
+        port_num: port.num(),
+        ..Default::default()
+    };
+    if port.is_roce() {
+        attr.is_global = 1;
+        attr.grh.dgid.raw = remote.gid;
+        attr.grh.sgid_index = port.gid_index() as u8;
+        attr.grh.hop_limit = defaults::HOP_LIMIT;
+    } else {
+        attr.dlid = remote.lid;
+    }
+    attr
+}

@@ -1,0 +1,439 @@
+//! Device contexts, ports and GID tables.
+
+use std::ffi::CStr;
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::sys;
+
+/// An open device (`ibv_context`). Closed when the last owner (PD, CQ, …) is gone.
+pub struct Context {
+    raw: NonNull<sys::ibv_context>,
+    name: String,
+}
+
+// SAFETY: verbs contexts are thread-safe per the libibverbs documentation; we never hand out
+// `&mut` to the C object.
+unsafe impl Send for Context {}
+// SAFETY: as above.
+unsafe impl Sync for Context {}
+
+/// Names of the RDMA devices on this host, in libibverbs' order.
+pub fn devices() -> Result<Vec<String>> {
+    with_device_list(|list| Ok(list.iter().map(|&d| device_name(d)).collect()))
+}
+
+/// Runs `f` over the device list, freeing the list afterwards on every path.
+fn with_device_list<T>(f: impl FnOnce(&[*mut sys::ibv_device]) -> Result<T>) -> Result<T> {
+    let mut n = 0;
+    // SAFETY: ibv_get_device_list writes the count into `n` and returns a NULL-terminated array
+    // we own until ibv_free_device_list.
+    let list = unsafe { sys::ibv_get_device_list(&mut n) };
+    if list.is_null() {
+        return Err(Error::last_os("ibv_get_device_list"));
+    }
+    // SAFETY: the array holds `n` valid device pointers.
+    let devs = unsafe { std::slice::from_raw_parts(list, n.max(0) as usize) };
+    let out = f(devs);
+    // SAFETY: `list` came from ibv_get_device_list; contexts opened from it stay valid after.
+    unsafe { sys::ibv_free_device_list(list) };
+    out
+}
+
+fn device_name(dev: *mut sys::ibv_device) -> String {
+    // SAFETY: `dev` is a live entry of the device list; the name is a NUL-terminated C string.
+    unsafe { CStr::from_ptr(sys::ibv_get_device_name(dev)) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+impl Context {
+    /// Opens the device called `name` (as `ibv_devices` lists it).
+    pub fn open(name: &str) -> Result<Arc<Context>> {
+        with_device_list(|devs| {
+            let dev = devs
+                .iter()
+                .copied()
+                .find(|&d| device_name(d) == name)
+                .ok_or_else(|| {
+                    let names: Vec<String> = devs.iter().map(|&d| device_name(d)).collect();
+                    Error::config(format!(
+                        "no RDMA device named '{name}' (devices: {})",
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ))
+                })?;
+            Self::open_raw(dev)
+        })
+    }
+
+    /// Opens the device of libhrd's `port_index`-th ACTIVE port, counting ports across all devices
+    /// in order; returns the context and the port number on that device.
+    pub fn open_port_index(port_index: usize) -> Result<(Arc<Context>, u8)> {
+        with_device_list(|devs| {
+            let mut seen = 0;
+            for &dev in devs {
+                let ctx = Self::open_raw(dev)?;
+                for port in 1..=ctx.port_count()? {
+                    if ctx.query_port(port)?.state == PortState::Active {
+                        if seen == port_index {
+                            return Ok((ctx, port));
+                        }
+                        seen += 1;
+                    }
+                }
+            }
+            Err(Error::config(if devs.is_empty() {
+                "no RDMA device found (for a software one, see bench_scripts/softroce.sh)"
+                    .to_string()
+            } else {
+                format!("port index {port_index} does not exist: {seen} ACTIVE port(s) across all devices")
+            }))
+        })
+    }
+
+    /// The first ACTIVE port of any device.
+    pub fn open_first_active() -> Result<(Arc<Context>, u8)> {
+        Self::open_port_index(0)
+    }
+
+    fn open_raw(dev: *mut sys::ibv_device) -> Result<Arc<Context>> {
+        let name = device_name(dev);
+        // SAFETY: `dev` is a live entry of the device list.
+        let raw = unsafe { sys::ibv_open_device(dev) };
+        let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_open_device"))?;
+        Ok(Arc::new(Context { raw, name }))
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The raw `ibv_context`.
+    pub fn as_raw(&self) -> *mut sys::ibv_context {
+        self.raw.as_ptr()
+    }
+
+    fn query_device(&self) -> Result<sys::ibv_device_attr> {
+        let mut attr = sys::ibv_device_attr::default();
+        // SAFETY: the context is open and `attr` is a valid out-pointer.
+        let rc = unsafe { sys::ibv_query_device(self.as_raw(), &mut attr) };
+        if rc != 0 {
+            return Err(Error::verb("ibv_query_device", rc));
+        }
+        Ok(attr)
+    }
+
+    /// Number of physical ports.
+    pub fn port_count(&self) -> Result<u8> {
+        Ok(self.query_device()?.phys_port_cnt)
+    }
+
+    /// Largest work-request count a queue may hold on this device.
+    pub fn max_qp_wr(&self) -> Result<u32> {
+        Ok(self.query_device()?.max_qp_wr as u32)
+    }
+
+    /// Port attributes.
+    pub fn query_port(&self, port: u8) -> Result<PortAttr> {
+        let mut attr = sys::ibv_port_attr::default();
+        // SAFETY: the context is open and `attr` is a valid out-pointer.
+        let rc = unsafe { sys::shim_query_port(self.as_raw(), port, &mut attr) };
+        if rc != 0 {
+            let errno = if rc > 0 { rc } else { libc::EINVAL };
+            return Err(Error::verb("ibv_query_port", errno));
+        }
+        Ok(PortAttr {
+            state: PortState::from_raw(attr.state),
+            active_mtu: attr.active_mtu,
+            max_mtu: attr.max_mtu,
+            lid: attr.lid,
+            link_layer: if u32::from(attr.link_layer) == sys::IBV_LINK_LAYER_ETHERNET {
+                LinkLayer::Ethernet
+            } else {
+                LinkLayer::InfiniBand
+            },
+            gid_tbl_len: attr.gid_tbl_len.max(0) as u32,
+        })
+    }
+
+    /// Entry `index` of a port's GID table.
+    pub fn gid(&self, port: u8, index: u32) -> Result<Gid> {
+        let mut gid = sys::ibv_gid::default();
+        // SAFETY: the context is open and `gid` is a valid out-pointer.
+        let rc = unsafe { sys::ibv_query_gid(self.as_raw(), port, index as i32, &mut gid) };
+        if rc != 0 {
+            return Err(Error::last_os("ibv_query_gid"));
+        }
+        // SAFETY: `raw` is the byte view of the 16-byte union.
+        Ok(Gid(unsafe { gid.raw }))
+    }
+
+    /// The GID type ("IB/RoCE v1", "RoCE v2") as the kernel reports it in sysfs, if it does.
+    pub fn gid_type(&self, port: u8, index: u32) -> Option<String> {
+        let path = format!(
+            "/sys/class/infiniband/{}/ports/{port}/gid_attrs/types/{index}",
+            self.name
+        );
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+
+    /// Index of the port's RoCE v2 GID that maps an IPv4 address, if any.
+    pub fn roce_v2_ipv4_gid(&self, port: u8, table_len: u32) -> Option<u32> {
+        (0..table_len).find(|&i| {
+            self.gid(port, i).is_ok_and(|g| g.ipv4().is_some())
+                && self.gid_type(port, i).as_deref() == Some("RoCE v2")
+        })
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: every object made from this context holds an Arc to it, so none is left.
+        unsafe { sys::ibv_close_device(self.raw.as_ptr()) };
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context").field("name", &self.name).finish()
+    }
+}
+
+/// Logical port state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortState {
+    /// `IBV_PORT_ACTIVE`: ready to carry traffic.
+    Active,
+    /// Anything else (DOWN, INIT, ARMED, …), with the raw value.
+    Other(u32),
+}
+
+impl PortState {
+    fn from_raw(v: u32) -> Self {
+        if v == sys::ibv_port_state::IBV_PORT_ACTIVE {
+            PortState::Active
+        } else {
+            PortState::Other(v)
+        }
+    }
+}
+
+impl fmt::Display for PortState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PortState::Active => f.write_str("ACTIVE"),
+            PortState::Other(1) => f.write_str("DOWN"),
+            PortState::Other(2) => f.write_str("INIT"),
+            PortState::Other(3) => f.write_str("ARMED"),
+            PortState::Other(v) => write!(f, "state {v}"),
+        }
+    }
+}
+
+/// The port's link layer, which decides LID or GID addressing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// InfiniBand: address by LID.
+    InfiniBand,
+    /// Ethernet (RoCE): address by GID, with a GRH.
+    Ethernet,
+}
+
+/// What `ibv_query_port` says, in the parts we use.
+#[derive(Debug, Clone, Copy)]
+pub struct PortAttr {
+    /// Logical state.
+    pub state: PortState,
+    /// Active MTU (`ibv_mtu` enum value: 1 = 256 … 5 = 4096).
+    pub active_mtu: u32,
+    /// Largest supported MTU (`ibv_mtu` enum value).
+    pub max_mtu: u32,
+    /// LID (0 on RoCE).
+    pub lid: u16,
+    /// Link layer.
+    pub link_layer: LinkLayer,
+    /// Entries in the GID table.
+    pub gid_tbl_len: u32,
+}
+
+/// A 16-byte GID.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gid(pub [u8; 16]);
+
+impl Gid {
+    /// The IPv4 address of an IPv4-mapped GID (`::ffff:a.b.c.d`).
+    pub fn ipv4(&self) -> Option<Ipv4Addr> {
+        let g = &self.0;
+        (g[..10].iter().all(|&b| b == 0) && g[10] == 0xff && g[11] == 0xff)
+            .then(|| Ipv4Addr::new(g[12], g[13], g[14], g[15]))
+    }
+}
+
+impl fmt::Display for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ipv4() {
+            Some(ip) => write!(f, "::ffff:{ip}"),
+            None => {
+                for (i, pair) in self.0.chunks(2).enumerate() {
+                    if i > 0 {
+                        f.write_str(":")?;
+                    }
+                    write!(f, "{:02x}{:02x}", pair[0], pair[1])?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A port chosen for traffic: ACTIVE, with its addressing fixed (LID on InfiniBand, a GID index on
+/// RoCE). QPs are created and connected through it.
+#[derive(Debug, Clone)]
+pub struct Port {
+    ctx: Arc<Context>,
+    num: u8,
+    attr: PortAttr,
+    gid_index: u32,
+    gid: Gid,
+}
+
+impl Port {
+    /// Checks that `num` is ACTIVE and fixes its GID: `gid_index`, or on Ethernet the RoCE v2
+    /// IPv4-mapped GID, or index 0.
+    pub fn open(ctx: &Arc<Context>, num: u8, gid_index: Option<u32>) -> Result<Port> {
+        let count = ctx.port_count()?;
+        if num == 0 || num > count {
+            return Err(Error::config(format!(
+                "device {} has no port {num} (ports 1..={count})",
+                ctx.name()
+            )));
+        }
+        let attr = ctx.query_port(num)?;
+        if attr.state != PortState::Active {
+            return Err(Error::config(format!(
+                "port {num} of {} is {}, not ACTIVE (ibv_devinfo; is the link up?)",
+                ctx.name(),
+                attr.state
+            )));
+        }
+        let gid_index = match gid_index {
+            Some(i) => i,
+            None if attr.link_layer == LinkLayer::Ethernet => {
+                ctx.roce_v2_ipv4_gid(num, attr.gid_tbl_len).unwrap_or(0)
+            }
+            None => 0,
+        };
+        let bad_gid = || {
+            Error::config(format!(
+                "GID index {gid_index} is not valid on {} port {num} (table has {} entries; \
+                 `ibv_devinfo -v` or show_gids lists them)",
+                ctx.name(),
+                attr.gid_tbl_len
+            ))
+        };
+        if gid_index >= attr.gid_tbl_len {
+            return Err(bad_gid());
+        }
+        let gid = ctx.gid(num, gid_index).map_err(|_| bad_gid())?;
+        if attr.link_layer == LinkLayer::Ethernet && gid == Gid::default() {
+            return Err(bad_gid());
+        }
+        Ok(Port {
+            ctx: Arc::clone(ctx),
+            num,
+            attr,
+            gid_index,
+            gid,
+        })
+    }
+
+    /// Opens a device by name (or the `port_index`-th ACTIVE port when `device` is None) and its port.
+    pub fn open_by(
+        device: Option<&str>,
+        port_index: usize,
+        gid_index: Option<u32>,
+    ) -> Result<Port> {
+        match device {
+            Some(name) => {
+                let ctx = Context::open(name)?;
+                // On a named device, port_index counts that device's ports from 0.
+                let num = u8::try_from(port_index + 1)
+                    .map_err(|_| Error::config(format!("port index {port_index} is too large")))?;
+                Port::open(&ctx, num, gid_index)
+            }
+            None => {
+                let (ctx, num) = Context::open_port_index(port_index)?;
+                Port::open(&ctx, num, gid_index)
+            }
+        }
+    }
+
+    /// The device context.
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+    /// Port number on the device (1-based).
+    pub fn num(&self) -> u8 {
+        self.num
+    }
+    /// Attributes read when the port was opened.
+    pub fn attr(&self) -> &PortAttr {
+        &self.attr
+    }
+    /// GID index used as source GID on RoCE.
+    pub fn gid_index(&self) -> u32 {
+        self.gid_index
+    }
+    /// The GID at that index.
+    pub fn gid(&self) -> Gid {
+        self.gid
+    }
+    /// True on RoCE, where peers are addressed by GID with a GRH.
+    pub fn is_roce(&self) -> bool {
+        self.attr.link_layer == LinkLayer::Ethernet
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_mapped_gid_prints_as_address() {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12..].copy_from_slice(&[192, 0, 2, 1]);
+        assert_eq!(Gid(g).ipv4(), Some(Ipv4Addr::new(192, 0, 2, 1)));
+        assert_eq!(Gid(g).to_string(), "::ffff:192.0.2.1");
+    }
+
+    #[test]
+    fn link_local_gid_prints_in_full() {
+        let mut g = [0u8; 16];
+        g[0] = 0xfe;
+        g[1] = 0x80;
+        g[15] = 1;
+        assert_eq!(Gid(g).ipv4(), None);
+        assert_eq!(
+            Gid(g).to_string(),
+            "fe80:0000:0000:0000:0000:0000:0000:0001"
+        );
+    }
+}

@@ -1,0 +1,41 @@
+//! RAII owners of verbs objects, one file per object.
+//!
+//! Ownership is reference-counted upwards (a QP keeps its PD and CQs alive, a PD its context), so
+//! C objects are always destroyed in the order the verbs require, whatever order Rust drops them in.
+//! The hot path never touches the counts: it works on the raw handles cached in `hot` batches.
+
+mod ah;
+mod cq;
+mod device;
+mod mr;
+mod pd;
+mod qp;
+mod qp_info;
+
+pub use ah::AddressHandle;
+pub use cq::{CompletionQueue, WorkCompletion};
+pub use device::{devices, Context, Gid, LinkLayer, Port, PortState};
+pub use mr::{Access, MemoryRegion};
+pub use pd::ProtectionDomain;
+pub use qp::{QpCaps, QpType, QueuePair, QueuePairEx};
+pub use qp_info::QpInfo;
+
+/// libhrd's connection parameters, kept so that numbers compare with the C suite.
+pub mod defaults {
+    /// Initial packet sequence number on both sides.
+    pub const PSN: u32 = 3185;
+    /// UD queue key shared by all UD QPs.
+    pub const QKEY: u32 = 0x1111_1111;
+    /// Local ACK timeout exponent (4.096 µs × 2^14 ≈ 67 ms).
+    pub const TIMEOUT: u8 = 14;
+    /// Transport retries.
+    pub const RETRY_CNT: u8 = 7;
+    /// RNR retries (7 = infinite).
+    pub const RNR_RETRY: u8 = 7;
+    /// Outstanding RDMA READs / atomics, both directions.
+    pub const MAX_RD_ATOMIC: u8 = 16;
+    /// Minimum RNR NAK timer field.
+    pub const MIN_RNR_TIMER: u8 = 12;
+    /// Hop limit in the GRH on RoCE.
+    pub const HOP_LIMIT: u8 = 64;
+}

@@ -1,0 +1,481 @@
+//! Queue pairs (RC, UC, UD): creation, the INIT→RTR→RTS state machine, and the `ibv_wr_*` API.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use super::ah::address_vector;
+use super::{
+    defaults, AddressHandle, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpInfo,
+};
+use crate::error::{Error, Result};
+use crate::sys;
+use sys::ibv_qp_attr_mask as M;
+
+/// Transport of a QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected (WRITE and SEND only).
+    Uc,
+    /// Unreliable datagram (SEND only, MTU-sized messages).
+    Ud,
+}
+
+impl QpType {
+    fn raw(self) -> u32 {
+        match self {
+            QpType::Rc => sys::ibv_qp_type::IBV_QPT_RC,
+            QpType::Uc => sys::ibv_qp_type::IBV_QPT_UC,
+            QpType::Ud => sys::ibv_qp_type::IBV_QPT_UD,
+        }
+    }
+}
+
+/// Queue sizes requested at creation (and granted, when read back from a QP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpCaps {
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+    /// SGEs per send WR.
+    pub max_send_sge: u32,
+    /// SGEs per receive WR.
+    pub max_recv_sge: u32,
+    /// Largest inline payload.
+    pub max_inline_data: u32,
+}
+
+impl Default for QpCaps {
+    /// libhrd's: depth 128 each way, one SGE, 60 bytes inline (the paper-era ConnectX-3 limit).
+    fn default() -> Self {
+        QpCaps {
+            max_send_wr: 128,
+            max_recv_wr: 128,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 60,
+        }
+    }
+}
+
+/// The `ibv_wr_*` operations a [`QueuePair::new_ex`] QP is asked to support.
+const EX_SEND_OPS: u64 = (sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE.0
+    | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM.0
+    | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_SEND.0
+    | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_SEND_WITH_IMM.0
+    | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_READ.0
+    | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP.0
+    | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD.0)
+    as u64;
+
+/// A queue pair, created in the INIT state (UD QPs go straight to RTS).
+#[derive(Debug)]
+pub struct QueuePair {
+    raw: NonNull<sys::ibv_qp>,
+    /// Non-null only for QPs made with [`QueuePair::new_ex`].
+    ex: *mut sys::ibv_qp_ex,
+    qp_type: QpType,
+    caps: QpCaps,
+    port: Port,
+    _pd: Arc<ProtectionDomain>,
+    send_cq: Arc<CompletionQueue>,
+    recv_cq: Arc<CompletionQueue>,
+}
+
+// SAFETY: verbs QPs may be used from any thread; posting to one QP from several threads at once is
+// serialised by the provider.
+unsafe impl Send for QueuePair {}
+// SAFETY: as above.
+unsafe impl Sync for QueuePair {}
+
+impl QueuePair {
+    /// Creates a QP on `port` and moves it to INIT (UD: to RTS).
+    pub fn new(
+        pd: &Arc<ProtectionDomain>,
+        port: &Port,
+        send_cq: &Arc<CompletionQueue>,
+        recv_cq: &Arc<CompletionQueue>,
+        qp_type: QpType,
+        caps: QpCaps,
+    ) -> Result<QueuePair> {
+        let mut attr = sys::ibv_qp_init_attr {
+            send_cq: send_cq.as_raw(),
+            recv_cq: recv_cq.as_raw(),
+            qp_type: qp_type.raw(),
+            sq_sig_all: 0,
+            cap: raw_caps(caps),
+            ..Default::default()
+        };
+        // SAFETY: the PD and CQs are alive and `attr` is fully initialised.
+        let raw = unsafe { sys::ibv_create_qp(pd.as_raw(), &mut attr) };
+        let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_qp"))?;
+        Self::finish(
+            raw,
+            std::ptr::null_mut(),
+            attr.cap,
+            pd,
+            port,
+            send_cq,
+            recv_cq,
+            qp_type,
+        )
+    }
+
+    /// Like [`QueuePair::new`], but also enables the `ibv_wr_*` post API ([`QueuePair::ex`]).
+    pub fn new_ex(
+        pd: &Arc<ProtectionDomain>,
+        port: &Port,
+        send_cq: &Arc<CompletionQueue>,
+        recv_cq: &Arc<CompletionQueue>,
+        qp_type: QpType,
+        caps: QpCaps,
+    ) -> Result<QueuePair> {
+        let mut send_ops = EX_SEND_OPS;
+        if qp_type != QpType::Rc {
+            send_ops &= !(sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_READ.0
+                | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP.0
+                | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD.0)
+                as u64;
+        }
+        if qp_type == QpType::Ud {
+            send_ops &= !(sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE.0
+                | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM.0)
+                as u64;
+        }
+        let mut attr = sys::ibv_qp_init_attr_ex {
+            send_cq: send_cq.as_raw(),
+            recv_cq: recv_cq.as_raw(),
+            qp_type: qp_type.raw(),
+            cap: raw_caps(caps),
+            pd: pd.as_raw(),
+            comp_mask: (sys::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0
+                | sys::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0),
+            send_ops_flags: send_ops,
+            ..Default::default()
+        };
+        // SAFETY: the context, PD and CQs are alive and `attr` is fully initialised.
+        let raw = unsafe { sys::shim_create_qp_ex(pd.context().as_raw(), &mut attr) };
+        let raw = NonNull::new(raw).ok_or_else(|| {
+            let e = Error::last_os("ibv_create_qp_ex");
+            match e.errno() {
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Error::config(format!(
+                    "device {} does not support the ibv_wr_* post API (ibv_create_qp_ex: {e})",
+                    pd.context().name()
+                )),
+                _ => e,
+            }
+        })?;
+        // SAFETY: the QP was created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, so it has a qp_ex.
+        let ex = unsafe { sys::shim_qp_to_qp_ex(raw.as_ptr()) };
+        Self::finish(raw, ex, attr.cap, pd, port, send_cq, recv_cq, qp_type)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        raw: NonNull<sys::ibv_qp>,
+        ex: *mut sys::ibv_qp_ex,
+        cap: sys::ibv_qp_cap,
+        pd: &Arc<ProtectionDomain>,
+        port: &Port,
+        send_cq: &Arc<CompletionQueue>,
+        recv_cq: &Arc<CompletionQueue>,
+        qp_type: QpType,
+    ) -> Result<QueuePair> {
+        let qp = QueuePair {
+            raw,
+            ex,
+            qp_type,
+            caps: QpCaps {
+                max_send_wr: cap.max_send_wr,
+                max_recv_wr: cap.max_recv_wr,
+                max_send_sge: cap.max_send_sge,
+                max_recv_sge: cap.max_recv_sge,
+                max_inline_data: cap.max_inline_data,
+            },
+            port: port.clone(),
+            _pd: Arc::clone(pd),
+            send_cq: Arc::clone(send_cq),
+            recv_cq: Arc::clone(recv_cq),
+        };
+        qp.to_init()?;
+        if qp_type == QpType::Ud {
+            qp.modify(
+                &sys::ibv_qp_attr {
+                    qp_state: sys::ibv_qp_state::IBV_QPS_RTR,
+                    ..Default::default()
+                },
+                M::IBV_QP_STATE,
+            )?;
+            qp.modify(
+                &sys::ibv_qp_attr {
+                    qp_state: sys::ibv_qp_state::IBV_QPS_RTS,
+                    sq_psn: defaults::PSN,
+                    ..Default::default()
+                },
+                M::IBV_QP_STATE | M::IBV_QP_SQ_PSN,
+            )?;
+        }
+        Ok(qp)
+    }
+
+    fn modify(&self, attr: &sys::ibv_qp_attr, mask: M) -> Result<()> {
+        let mut attr = *attr;
+        // SAFETY: the QP is alive; `attr` is initialised for every field `mask` names.
+        let rc = unsafe { sys::ibv_modify_qp(self.raw.as_ptr(), &mut attr, mask.0 as i32) };
+        if rc != 0 {
+            return Err(Error::verb("ibv_modify_qp", rc));
+        }
+        Ok(())
+    }
+
+    fn to_init(&self) -> Result<()> {
+        let mut attr = sys::ibv_qp_attr {
+            qp_state: sys::ibv_qp_state::IBV_QPS_INIT,
+            pkey_index: 0,
+            port_num: self.port.num(),
+            ..Default::default()
+        };
+        let mut mask = M::IBV_QP_STATE | M::IBV_QP_PKEY_INDEX | M::IBV_QP_PORT;
+        match self.qp_type {
+            QpType::Ud => {
+                attr.qkey = defaults::QKEY;
+                mask = mask | M::IBV_QP_QKEY;
+            }
+            QpType::Rc | QpType::Uc => {
+                // Remote rights are granted per MR; the QP allows every kind it may carry.
+                let mut access = sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0;
+                if self.qp_type == QpType::Rc {
+                    access |= sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0
+                        | sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
+                }
+                attr.qp_access_flags = access;
+                mask = mask | M::IBV_QP_ACCESS_FLAGS;
+            }
+        }
+        self.modify(&attr, mask)
+    }
+
+    /// Connects an RC or UC QP to `remote`: INIT→RTR→RTS with libhrd's parameters.
+    pub fn connect(&self, remote: &QpInfo) -> Result<()> {
+        if self.qp_type == QpType::Ud {
+            return Err(Error::config(
+                "UD QPs are not connected; address peers with an AddressHandle",
+            ));
+        }
+        let mut rtr = sys::ibv_qp_attr {
+            qp_state: sys::ibv_qp_state::IBV_QPS_RTR,
+            path_mtu: self.port.attr().active_mtu.min(sys::ibv_mtu::IBV_MTU_4096),
+            dest_qp_num: remote.qpn,
+            rq_psn: remote.psn,
+            ah_attr: address_vector(&self.port, remote),
+            ..Default::default()
+        };
+        let mut mask = M::IBV_QP_STATE
+            | M::IBV_QP_AV
+            | M::IBV_QP_PATH_MTU
+            | M::IBV_QP_DEST_QPN
+            | M::IBV_QP_RQ_PSN;
+        if self.qp_type == QpType::Rc {
+            rtr.max_dest_rd_atomic = defaults::MAX_RD_ATOMIC;
+            rtr.min_rnr_timer = defaults::MIN_RNR_TIMER;
+            mask = mask | M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
+        }
+        self.modify(&rtr, mask)?;
+
+        let mut rts = sys::ibv_qp_attr {
+            qp_state: sys::ibv_qp_state::IBV_QPS_RTS,
+            sq_psn: defaults::PSN,
+            ..Default::default()
+        };
+        let mut mask = M::IBV_QP_STATE | M::IBV_QP_SQ_PSN;
+        if self.qp_type == QpType::Rc {
+            rts.timeout = defaults::TIMEOUT;
+            rts.retry_cnt = defaults::RETRY_CNT;
+            rts.rnr_retry = defaults::RNR_RETRY;
+            rts.max_rd_atomic = defaults::MAX_RD_ATOMIC;
+            mask = mask
+                | M::IBV_QP_TIMEOUT
+                | M::IBV_QP_RETRY_CNT
+                | M::IBV_QP_RNR_RETRY
+                | M::IBV_QP_MAX_QP_RD_ATOMIC;
+        }
+        self.modify(&rts, mask)
+    }
+
+    /// What a peer needs to reach this QP, exposing `mr` (or no memory).
+    pub fn info(&self, mr: Option<&MemoryRegion>) -> QpInfo {
+        QpInfo {
+            qpn: self.qp_num(),
+            psn: defaults::PSN,
+            lid: self.port.attr().lid,
+            gid: self.port.gid().0,
+            buf_addr: mr.map_or(0, |m| m.addr() as u64),
+            buf_size: mr.map_or(0, |m| m.len() as u64),
+            rkey: mr.map_or(0, |m| m.rkey()),
+        }
+    }
+
+    /// QP number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: `raw` is a live QP.
+        unsafe { self.raw.as_ref().qp_num }
+    }
+    /// Transport.
+    pub fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+    /// Granted queue sizes and inline limit.
+    pub fn caps(&self) -> QpCaps {
+        self.caps
+    }
+    /// The port it lives on.
+    pub fn port(&self) -> &Port {
+        &self.port
+    }
+    /// Its send CQ.
+    pub fn send_cq(&self) -> &Arc<CompletionQueue> {
+        &self.send_cq
+    }
+    /// Its receive CQ.
+    pub fn recv_cq(&self) -> &Arc<CompletionQueue> {
+        &self.recv_cq
+    }
+    /// The raw `ibv_qp`.
+    pub fn as_raw(&self) -> *mut sys::ibv_qp {
+        self.raw.as_ptr()
+    }
+    /// The `ibv_wr_*` interface, for QPs made with [`QueuePair::new_ex`].
+    pub fn ex(&self) -> Option<QueuePairEx<'_>> {
+        NonNull::new(self.ex).map(|ex| QueuePairEx { ex, _qp: self })
+    }
+}
+
+impl Drop for QueuePair {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is a live QP; its CQs and PD are kept alive by our Arcs until after this.
+        unsafe { sys::ibv_destroy_qp(self.raw.as_ptr()) };
+    }
+}
+
+fn raw_caps(c: QpCaps) -> sys::ibv_qp_cap {
+    sys::ibv_qp_cap {
+        max_send_wr: c.max_send_wr,
+        max_recv_wr: c.max_recv_wr,
+        max_send_sge: c.max_send_sge,
+        max_recv_sge: c.max_recv_sge,
+        max_inline_data: c.max_inline_data,
+    }
+}
+
+/// The `ibv_wr_start … ibv_wr_complete` post API of one QP: builds WQEs directly in the send queue
+/// without an intermediate `ibv_send_wr`.
+///
+/// Usage: [`start`](Self::start), then per WR: [`set_wr`](Self::set_wr), one operation, one data
+/// setter (and [`set_ud_addr`](Self::set_ud_addr) on UD); finally [`complete`](Self::complete).
+#[derive(Debug, Clone, Copy)]
+pub struct QueuePairEx<'a> {
+    ex: NonNull<sys::ibv_qp_ex>,
+    _qp: &'a QueuePair,
+}
+
+impl QueuePairEx<'_> {
+    /// Opens a batch of WRs.
+    #[inline(always)]
+    pub fn start(&self) {
+        // SAFETY: `ex` belongs to a live QP.
+        unsafe { sys::shim_wr_start(self.ex.as_ptr()) }
+    }
+    /// Rings the doorbell for the batch; on error nothing of it was posted.
+    #[inline(always)]
+    pub fn complete(&self) -> Result<()> {
+        // SAFETY: `ex` belongs to a live QP with an open batch.
+        let rc = unsafe { sys::shim_wr_complete(self.ex.as_ptr()) };
+        if rc != 0 {
+            return Err(Error::verb("ibv_wr_complete", rc));
+        }
+        Ok(())
+    }
+    /// Drops the open batch.
+    pub fn abort(&self) {
+        // SAFETY: `ex` belongs to a live QP.
+        unsafe { sys::shim_wr_abort(self.ex.as_ptr()) }
+    }
+    /// Sets the `wr_id` and whether the next WR is signaled (and inline, for `set_inline_data`).
+    #[inline(always)]
+    pub fn set_wr(&self, wr_id: u64, signaled: bool) {
+        let flags = if signaled {
+            sys::ibv_send_flags::IBV_SEND_SIGNALED.0
+        } else {
+            0
+        };
+        // SAFETY: plain field writes into the live qp_ex, as ibv_wr_* documents.
+        unsafe {
+            (*self.ex.as_ptr()).wr_id = wr_id;
+            (*self.ex.as_ptr()).wr_flags = flags;
+        }
+    }
+    /// RDMA WRITE to `remote_addr` under `rkey`.
+    #[inline(always)]
+    pub fn rdma_write(&self, rkey: u32, remote_addr: u64) {
+        // SAFETY: `ex` belongs to a live QP with an open batch; the addresses are only recorded.
+        unsafe { sys::shim_wr_rdma_write(self.ex.as_ptr(), rkey, remote_addr) }
+    }
+    /// RDMA WRITE with immediate (`imm` in host order).
+    pub fn rdma_write_imm(&self, rkey: u32, remote_addr: u64, imm: u32) {
+        // SAFETY: as for rdma_write.
+        unsafe { sys::shim_wr_rdma_write_imm(self.ex.as_ptr(), rkey, remote_addr, imm.to_be()) }
+    }
+    /// RDMA READ from `remote_addr` under `rkey`.
+    #[inline(always)]
+    pub fn rdma_read(&self, rkey: u32, remote_addr: u64) {
+        // SAFETY: as for rdma_write.
+        unsafe { sys::shim_wr_rdma_read(self.ex.as_ptr(), rkey, remote_addr) }
+    }
+    /// SEND.
+    pub fn send(&self) {
+        // SAFETY: `ex` belongs to a live QP with an open batch.
+        unsafe { sys::shim_wr_send(self.ex.as_ptr()) }
+    }
+    /// SEND with immediate (`imm` in host order).
+    pub fn send_imm(&self, imm: u32) {
+        // SAFETY: `ex` belongs to a live QP with an open batch.
+        unsafe { sys::shim_wr_send_imm(self.ex.as_ptr(), imm.to_be()) }
+    }
+    /// 8-byte FETCH_AND_ADD at `remote_addr`; the old value lands in the SGE.
+    pub fn atomic_fetch_add(&self, rkey: u32, remote_addr: u64, add: u64) {
+        // SAFETY: as for rdma_write.
+        unsafe { sys::shim_wr_atomic_fetch_add(self.ex.as_ptr(), rkey, remote_addr, add) }
+    }
+    /// 8-byte CMP_AND_SWP at `remote_addr`; the old value lands in the SGE.
+    pub fn atomic_cmp_swp(&self, rkey: u32, remote_addr: u64, compare: u64, swap: u64) {
+        // SAFETY: as for rdma_write.
+        unsafe { sys::shim_wr_atomic_cmp_swp(self.ex.as_ptr(), rkey, remote_addr, compare, swap) }
+    }
+    /// Data from a registered buffer.
+    ///
+    /// # Safety
+    /// `addr..addr+len` must lie in a region registered under `lkey` that stays valid until the
+    /// WR completes.
+    #[inline(always)]
+    pub unsafe fn set_sge(&self, lkey: u32, addr: u64, len: u32) {
+        // SAFETY: the caller vouches for the memory; `ex` belongs to a live QP.
+        unsafe { sys::shim_wr_set_sge(self.ex.as_ptr(), lkey, addr, len) }
+    }
+    /// Data copied into the WQE now (inline).
+    #[inline(always)]
+    pub fn set_inline_data(&self, data: &[u8]) {
+        // SAFETY: the provider copies `data` before returning; `ex` belongs to a live QP.
+        unsafe {
+            sys::shim_wr_set_inline_data(self.ex.as_ptr(), data.as_ptr() as *mut _, data.len())
+        }
+    }
+    /// Destination of a UD SEND.
+    pub fn set_ud_addr(&self, ah: &AddressHandle, remote_qpn: u32) {
+        // SAFETY: the AH is alive; `ex` belongs to a live QP.
+        unsafe {
+            sys::shim_wr_set_ud_addr(self.ex.as_ptr(), ah.as_raw(), remote_qpn, defaults::QKEY)
+        }
+    }
+}

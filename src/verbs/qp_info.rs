@@ -1,0 +1,29 @@
+//! What a peer needs to know to reach a QP and the memory behind it.
+
+use super::Gid;
+
+/// Connection attributes of a QP and the buffer it exposes, exchanged through a registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QpInfo {
+    /// QP number.
+    pub qpn: u32,
+    /// Initial packet sequence number of its send queue.
+    pub psn: u32,
+    /// LID of its port (InfiniBand; 0 on RoCE).
+    pub lid: u16,
+    /// GID of its port (RoCE; may be zero on InfiniBand).
+    pub gid: [u8; 16],
+    /// Address of the exposed buffer (0 when none).
+    pub buf_addr: u64,
+    /// Size of the exposed buffer in bytes.
+    pub buf_size: u64,
+    /// Remote key of the exposed buffer.
+    pub rkey: u32,
+}
+
+impl QpInfo {
+    /// The GID as a typed value.
+    pub fn gid(&self) -> Gid {
+        Gid(self.gid)
+    }
+}

@@ -1,0 +1,3 @@
+/* What bindgen sees: the user's own rdma-core / MLNX_OFED headers. */
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
