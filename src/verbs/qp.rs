@@ -241,7 +241,7 @@ impl QueuePair {
         match self.qp_type {
             QpType::Ud => {
                 attr.qkey = defaults::QKEY;
-                mask = mask | M::IBV_QP_QKEY;
+                mask |= M::IBV_QP_QKEY;
             }
             QpType::Rc | QpType::Uc => {
                 // Remote rights are granted per MR; the QP allows every kind it may carry.
@@ -251,7 +251,7 @@ impl QueuePair {
                         | sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
                 }
                 attr.qp_access_flags = access;
-                mask = mask | M::IBV_QP_ACCESS_FLAGS;
+                mask |= M::IBV_QP_ACCESS_FLAGS;
             }
         }
         self.modify(&attr, mask)
@@ -280,7 +280,7 @@ impl QueuePair {
         if self.qp_type == QpType::Rc {
             rtr.max_dest_rd_atomic = defaults::MAX_RD_ATOMIC;
             rtr.min_rnr_timer = defaults::MIN_RNR_TIMER;
-            mask = mask | M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
+            mask |= M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
         }
         self.modify(&rtr, mask)?;
 
@@ -402,14 +402,19 @@ impl QueuePairEx<'_> {
         // SAFETY: `ex` belongs to a live QP.
         unsafe { sys::shim_wr_abort(self.ex.as_ptr()) }
     }
-    /// Sets the `wr_id` and whether the next WR is signaled (and inline, for `set_inline_data`).
+    /// Sets the next WR's `wr_id`, whether it is signaled, and whether its data is inline (set
+    /// `inline` when the data setter is [`set_inline_data`](Self::set_inline_data): some providers,
+    /// rxe among them, read the flag rather than infer it).
     #[inline(always)]
-    pub fn set_wr(&self, wr_id: u64, signaled: bool) {
-        let flags = if signaled {
+    pub fn set_wr(&self, wr_id: u64, signaled: bool, inline: bool) {
+        let mut flags = if signaled {
             sys::ibv_send_flags::IBV_SEND_SIGNALED.0
         } else {
             0
         };
+        if inline {
+            flags |= sys::ibv_send_flags::IBV_SEND_INLINE.0;
+        }
         // SAFETY: plain field writes into the live qp_ex, as ibv_wr_* documents.
         unsafe {
             (*self.ex.as_ptr()).wr_id = wr_id;

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The project's test command: host-only tests on the host, then every device test on a real verbs
+# device — the host's own, or Soft-RoCE through softroce.sh (test binaries are built here and run
+# in the guest; compiling inside an emulated guest would take forever).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+here=$PWD
+
+echo "== build"
+cargo build --release --all-targets
+
+echo "== host-only tests"
+cargo test --release 2>&1
+
+echo "== device tests (build)"
+mapfile -t bins < <(cargo test --release --features device-tests --no-run --message-format=json 2>/dev/null |
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"].startswith("device_"):
+        print(m["executable"])
+')
+[ ${#bins[@]} -gt 0 ] || { echo "test.sh: no device test binaries were built" >&2; exit 1; }
+
+echo "== device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
+# Each binary prints libtest's own "test result:" line; any failure fails the run.
+bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
+  rc=0
+  echo "device: $RDMA_BENCH_DEVICE, GID index $RDMA_BENCH_GID_INDEX"
+  for b in "$@"; do
+    echo "-- $(basename "$b")"
+    "$b" --test-threads=2 --color never || rc=1
+  done
+  exit $rc' device-tests "${bins[@]}"
+echo "== all tests passed"

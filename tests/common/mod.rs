@@ -1,0 +1,86 @@
+//! Shared setup of the device tests: the device comes from the testbed's environment, and its
+//! absence is a failure, never a skip.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use rdma_bench::mem::{HugeBuffer, Placement};
+use rdma_bench::verbs::{
+    Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpType, QueuePair,
+};
+
+/// The device port named by RDMA_BENCH_DEVICE / RDMA_BENCH_GID_INDEX (set by softroce.sh run).
+pub fn port() -> Port {
+    let dev = std::env::var("RDMA_BENCH_DEVICE").unwrap_or_else(|_| {
+        panic!("RDMA_BENCH_DEVICE is not set: device tests run through bench_scripts/test.sh (Soft-RoCE testbed)")
+    });
+    let gid = std::env::var("RDMA_BENCH_GID_INDEX")
+        .ok()
+        .map(|g| g.parse().expect("RDMA_BENCH_GID_INDEX"));
+    Port::open_by(Some(&dev), 0, gid).unwrap_or_else(|e| panic!("cannot open {dev}: {e}"))
+}
+
+/// One side of a connection: a QP with its own CQ, buffer and MR.
+pub struct Side {
+    pub qp: QueuePair,
+    pub mr: MemoryRegion,
+    pub buf: HugeBuffer,
+}
+
+impl Side {
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY (test): callers read only after the completions they wait for.
+        unsafe { self.buf.as_slice() }
+    }
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY (test): callers write only while no operation is in flight.
+        unsafe { self.buf.as_mut_slice() }
+    }
+}
+
+pub struct Env {
+    pub port: Port,
+    pub pd: Arc<ProtectionDomain>,
+}
+
+pub fn env() -> Env {
+    let port = port();
+    let pd = ProtectionDomain::new(port.context()).expect("ibv_alloc_pd");
+    Env { port, pd }
+}
+
+pub fn all_access() -> Access {
+    Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
+}
+
+pub fn side(env: &Env, t: QpType, ex: bool, buf_len: usize) -> Side {
+    let cq = CompletionQueue::new(env.port.context(), 256).expect("ibv_create_cq");
+    let caps = QpCaps {
+        max_send_wr: 256,
+        max_recv_wr: 256,
+        ..QpCaps::default()
+    };
+    let qp = if ex {
+        QueuePair::new_ex(&env.pd, &env.port, &cq, &cq, t, caps)
+    } else {
+        QueuePair::new(&env.pd, &env.port, &cq, &cq, t, caps)
+    }
+    .expect("create QP");
+    let buf = HugeBuffer::new(buf_len, Placement::default()).expect("buffer");
+    // SAFETY: `buf` lives in the same Side and Side drops `qp`, `mr` before `buf` (field order).
+    let mr = unsafe { MemoryRegion::register(&env.pd, buf.as_ptr(), buf.len(), all_access()) }
+        .expect("ibv_reg_mr");
+    Side { qp, mr, buf }
+}
+
+/// Two connected QPs of type `t` in this process.
+pub fn pair(env: &Env, t: QpType, ex: bool) -> (Side, Side) {
+    let a = side(env, t, ex, 1 << 16);
+    let b = side(env, t, ex, 1 << 16);
+    if t != QpType::Ud {
+        a.qp.connect(&b.qp.info(Some(&b.mr))).expect("connect a→b");
+        b.qp.connect(&a.qp.info(Some(&a.mr))).expect("connect b→a");
+    }
+    (a, b)
+}
