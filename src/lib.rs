@@ -4,6 +4,7 @@
 //! - [`verbs`]: RAII owners of verbs objects (context, PD, MR, CQ, QP, AH) and QP connection.
 //! - [`mem`]: hugepage-backed buffers (anonymous and SysV shared), NUMA binding.
 //! - [`hot`]: pre-built work-request batches, doorbell batching, selective signaling, polling.
+//! - [`registry`]: QP-info exchange (memcached like libhrd, or direct TCP).
 //! - [`error`]: the one error type, which keeps the failing verb, errno and a hint.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -14,6 +15,7 @@ mod sys;
 pub mod error;
 pub mod hot;
 pub mod mem;
+pub mod registry;
 pub mod verbs;
 
 pub use error::{Error, Result};

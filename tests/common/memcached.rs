@@ -1,0 +1,61 @@
+//! A real memcached (Debian's package) on 127.0.0.1 and a free port, stopped on drop.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct Memcached {
+    child: Child,
+    pub port: u16,
+}
+
+impl Memcached {
+    pub fn start() -> Memcached {
+        let port = free_port();
+        let mut cmd = Command::new("memcached");
+        cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]);
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            cmd.args(["-u", "root"]);
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("memcached not installed (bench_scripts/softroce.sh setup installs it)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "memcached did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Memcached { child, port }
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+/// A port no other test of this process has taken: tests run in parallel, and two servers racing
+/// for one ephemeral port would make one test talk to the other's memcached.
+pub fn free_port() -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20_000 + (std::process::id() % 20_000) as u16;
+    loop {
+        let port = base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed) % 5_000);
+        if port > 1024 && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+impl Drop for Memcached {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,260 @@
+//! The registry against a real memcached, and the direct TCP exchange. Host-only: no RDMA needed.
+
+#[path = "common/memcached.rs"]
+mod memcached;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memcached::Memcached;
+use rdma_bench::registry::{exchange, now_ms, Registry, WaitOptions};
+use rdma_bench::verbs::QpInfo;
+
+fn info(qpn: u32) -> QpInfo {
+    let mut gid = [0u8; 16];
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    gid[12..].copy_from_slice(&[192, 0, 2, 1]);
+    QpInfo {
+        qpn,
+        psn: 3185,
+        lid: 0,
+        gid,
+        buf_addr: 0x1000 * u64::from(qpn),
+        buf_size: 8192,
+        rkey: 77 + qpn,
+    }
+}
+
+fn quick(timeout_ms: u64) -> WaitOptions {
+    WaitOptions {
+        timeout: Duration::from_millis(timeout_ms),
+        ..WaitOptions::default()
+    }
+}
+
+/// Writes a raw value under `key`, bypassing our encoder.
+fn raw_set(m: &Memcached, key: &str, value: &[u8]) {
+    let mut s = TcpStream::connect(m.addr()).unwrap();
+    s.write_all(format!("set {key} 0 0 {}\r\n", value.len()).as_bytes())
+        .unwrap();
+    s.write_all(value).unwrap();
+    s.write_all(b"\r\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    assert_eq!(line, "STORED\r\n");
+}
+
+#[test]
+fn publish_then_lookup_round_trips() {
+    let m = Memcached::start();
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    r.publish("server-0", &info(5)).unwrap();
+    let e = r.lookup("server-0").unwrap().unwrap();
+    assert_eq!(e.info, info(5));
+    assert_eq!(e.run_id, r.run_id());
+    assert!(r.lookup("server-1").unwrap().is_none());
+}
+
+#[test]
+fn waits_for_a_key_published_a_second_later() {
+    let m = Memcached::start();
+    let addr = m.addr();
+    let publisher = std::thread::spawn(move || {
+        let r = Registry::connect(Some(&addr)).unwrap();
+        std::thread::sleep(Duration::from_secs(1));
+        r.publish("client-3", &info(9)).unwrap();
+        r.publish_ready("client-3").unwrap();
+        std::thread::sleep(Duration::from_secs(2)); // keep the keys until the reader saw them
+    });
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    let t0 = Instant::now();
+    let e = r.wait_for("client-3", quick(10_000)).unwrap();
+    r.wait_ready("client-3", quick(10_000)).unwrap();
+    assert_eq!(e.info, info(9));
+    assert!(
+        t0.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        t0.elapsed()
+    );
+    publisher.join().unwrap();
+}
+
+#[test]
+fn a_key_that_never_comes_times_out_with_a_clear_line() {
+    let m = Memcached::start();
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    let t0 = Instant::now();
+    let e = r
+        .wait_for("server-42", quick(1000))
+        .unwrap_err()
+        .to_string();
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert_eq!(
+        e,
+        format!(
+            "gave up waiting for server-42 at registry {} after 1 s",
+            m.addr()
+        )
+    );
+}
+
+#[test]
+fn registry_down_is_reported_at_once() {
+    let port = memcached::free_port();
+    let t0 = Instant::now();
+    let e = Registry::connect(Some(&format!("127.0.0.1:{port}")))
+        .err()
+        .expect("nothing listens")
+        .to_string();
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert!(
+        e.starts_with(&format!("registry at 127.0.0.1:{port} is unreachable: ")),
+        "{e}"
+    );
+    assert!(e.contains("start memcached there"), "{e}");
+}
+
+#[test]
+fn malformed_values_name_the_key() {
+    let m = Memcached::start();
+    raw_set(&m, "server-0", b"hrd_ready");
+    raw_set(&m, "server-1", &[0xffu8; 72]);
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    let e = r.lookup("server-0").unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "registry entry 'server-0' at {} is malformed: value is 9 bytes",
+            m.addr()
+        )),
+        "{e}"
+    );
+    let e = r.wait_for("server-1", quick(1000)).unwrap_err().to_string();
+    assert!(e.contains("'server-1'") && e.contains("magic"), "{e}");
+}
+
+#[test]
+fn stale_entries_are_ignored_when_asked() {
+    let m = Memcached::start();
+    let old = Registry::connect(Some(&m.addr())).unwrap();
+    old.publish("server-0", &info(1)).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let started = now_ms();
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    let opts = WaitOptions {
+        published_after_ms: Some(started),
+        ..quick(600)
+    };
+    assert!(
+        r.wait_for("server-0", opts).is_err(),
+        "a previous run's entry must not be taken"
+    );
+    let fresh = Registry::connect(Some(&m.addr())).unwrap();
+    fresh.publish("server-0", &info(2)).unwrap();
+    assert_eq!(r.wait_for("server-0", opts).unwrap().info, info(2));
+}
+
+#[test]
+fn dropping_the_registry_removes_its_keys() {
+    let m = Memcached::start();
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    r.publish("server-7", &info(7)).unwrap();
+    r.publish_ready("server-7").unwrap();
+    drop(r);
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    assert!(r.lookup("server-7").unwrap().is_none());
+    assert!(r.wait_ready("server-7", quick(300)).is_err());
+}
+
+#[test]
+fn many_threads_publish_at_once() {
+    let m = Memcached::start();
+    let shared = Arc::new(Registry::connect(Some(&m.addr())).unwrap());
+    let threads: Vec<_> = (0..16u32)
+        .map(|t| {
+            let addr = m.addr();
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || {
+                let own = Registry::connect(Some(&addr)).unwrap();
+                for i in 0..25u32 {
+                    own.publish(&format!("client-{t}-{i}"), &info(t * 100 + i))
+                        .unwrap();
+                    shared
+                        .publish(&format!("server-{t}-{i}"), &info(t * 100 + i + 50))
+                        .unwrap();
+                }
+                // Keep `own` (and its keys) alive until the main thread has checked.
+                own
+            })
+        })
+        .collect();
+    let owners: Vec<Registry> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    for t in 0..16u32 {
+        for i in 0..25u32 {
+            assert_eq!(
+                shared
+                    .lookup(&format!("client-{t}-{i}"))
+                    .unwrap()
+                    .unwrap()
+                    .info,
+                info(t * 100 + i)
+            );
+            assert_eq!(
+                shared
+                    .lookup(&format!("server-{t}-{i}"))
+                    .unwrap()
+                    .unwrap()
+                    .info,
+                info(t * 100 + i + 50)
+            );
+        }
+    }
+    drop(owners);
+}
+
+#[test]
+fn bad_names_and_addresses_are_refused() {
+    let m = Memcached::start();
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    let e = r.publish("has space", &info(1)).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "'has space' is not a valid registry name (1-250 bytes, no spaces)"
+    );
+    let e = Registry::connect(Some("no such host!"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("is not HOST[:PORT]"), "{e}");
+}
+
+#[test]
+fn tcp_exchange_swaps_infos_both_ways() {
+    let port = memcached::free_port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let server = std::thread::spawn(move || {
+        exchange::serve(addr, &[info(1), info(2)], Duration::from_secs(10))
+    });
+    let got = exchange::connect(addr, &[info(3)], Duration::from_secs(10)).unwrap();
+    assert_eq!(got, vec![info(1), info(2)]);
+    assert_eq!(server.join().unwrap().unwrap(), vec![info(3)]);
+}
+
+#[test]
+fn tcp_exchange_times_out_without_a_peer() {
+    let port = memcached::free_port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let e = exchange::serve(addr, &[info(1)], Duration::from_millis(300))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, format!("no client connected to {addr} within 0 s"));
+    let e = exchange::connect(addr, &[info(1)], Duration::from_millis(300))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&format!("cannot reach the server at {addr}")),
+        "{e}"
+    );
+}
