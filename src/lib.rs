@@ -5,6 +5,8 @@
 //! - [`mem`]: hugepage-backed buffers (anonymous and SysV shared), NUMA binding.
 //! - [`hot`]: pre-built work-request batches, doorbell batching, selective signaling, polling.
 //! - [`registry`]: QP-info exchange (memcached like libhrd, or direct TCP).
+//! - [`stats`]: counters, the C suite's report lines, JSON, latency summaries.
+//! - [`bench`]: one module per benchmark of the paper.
 //! - [`error`]: the one error type, which keeps the failing verb, errno and a hint.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -16,6 +18,8 @@ pub mod error;
 pub mod hot;
 pub mod mem;
 pub mod registry;
+pub mod stats;
+pub mod bench;
 pub mod verbs;
 
 pub use error::{Error, Result};

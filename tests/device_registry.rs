@@ -30,7 +30,7 @@ fn peer(me: &str, other: &str, registry: &str, started_ms: u64, after: impl FnOn
     let remote = reg.wait_for(other, wait).unwrap().info;
     s.qp.connect(&remote).unwrap();
     reg.publish_ready(me).unwrap();
-    reg.wait_ready(other, wait).unwrap();
+    reg.wait_ready(other, wait, None).unwrap();
 
     let tag = format!("written by {me}");
     s.bytes_mut()[..tag.len()].copy_from_slice(tag.as_bytes());
@@ -59,7 +59,7 @@ fn peer(me: &str, other: &str, registry: &str, started_ms: u64, after: impl FnOn
     if !is_server {
         reg.publish_ready(&format!("{me}-wrote")).unwrap();
     }
-    reg.wait_ready(&format!("{other}-wrote"), wait).unwrap();
+    reg.wait_ready(&format!("{other}-wrote"), wait, None).unwrap();
     if is_server {
         reg.publish_ready(&format!("{me}-wrote")).unwrap();
     }

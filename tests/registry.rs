@@ -72,7 +72,7 @@ fn waits_for_a_key_published_a_second_later() {
     let r = Registry::connect(Some(&m.addr())).unwrap();
     let t0 = Instant::now();
     let e = r.wait_for("client-3", quick(10_000)).unwrap();
-    r.wait_ready("client-3", quick(10_000)).unwrap();
+    assert_eq!(r.wait_ready("client-3", quick(10_000), None).unwrap(), e.run_id);
     assert_eq!(e.info, info(9));
     assert!(
         t0.elapsed() >= Duration::from_millis(800),
@@ -157,6 +157,18 @@ fn stale_entries_are_ignored_when_asked() {
 }
 
 #[test]
+fn ready_markers_of_other_runs_are_ignored() {
+    let m = Memcached::start();
+    let old = Registry::connect(Some(&m.addr())).unwrap();
+    old.publish_ready("client-0").unwrap();
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    assert!(r.is_ready("client-0", None).unwrap());
+    assert!(!r.is_ready("client-0", Some(old.run_id() ^ 1)).unwrap());
+    assert_eq!(r.wait_ready("client-0", quick(500), Some(old.run_id())).unwrap(), old.run_id());
+    assert!(r.wait_ready("client-0", quick(500), Some(old.run_id() ^ 1)).is_err());
+}
+
+#[test]
 fn dropping_the_registry_removes_its_keys() {
     let m = Memcached::start();
     let r = Registry::connect(Some(&m.addr())).unwrap();
@@ -165,7 +177,7 @@ fn dropping_the_registry_removes_its_keys() {
     drop(r);
     let r = Registry::connect(Some(&m.addr())).unwrap();
     assert!(r.lookup("server-7").unwrap().is_none());
-    assert!(r.wait_ready("server-7", quick(300)).is_err());
+    assert!(r.wait_ready("server-7", quick(300), None).is_err());
 }
 
 #[test]

@@ -225,6 +225,12 @@ impl<'a> SendBatch<'a> {
         self.wrs[i].wr.rdma.remote_addr = remote_addr;
     }
 
+    /// Sends UD WR `i` to (`ah`, `remote_qpn`) instead.
+    pub fn set_ud_dest(&mut self, i: usize, ah: &'a AddressHandle, remote_qpn: u32) {
+        self.wrs[i].wr.ud.ah = ah.as_raw();
+        self.wrs[i].wr.ud.remote_qpn = remote_qpn;
+    }
+
     /// The SGE of WR `i` (local address and length).
     pub fn local_addr(&self, i: usize) -> u64 {
         self.sges[i].addr

@@ -224,20 +224,26 @@ impl Registry {
         Ok(())
     }
 
-    /// Waits until `name` is marked ready.
-    pub fn wait_ready(&self, name: &str, opts: WaitOptions) -> Result<()> {
+    /// Waits until `name` is marked ready, by the run `expect_run` if given (markers of other runs,
+    /// e.g. a killed earlier one, are ignored); returns the marking run's id.
+    pub fn wait_ready(&self, name: &str, opts: WaitOptions, expect_run: Option<u64>) -> Result<u64> {
+        self.wait(&format!("{name} (ready)"), opts, |r| r.ready_run(name, expect_run))
+    }
+
+    /// Whether `name` is marked ready (by `expect_run`, if given) right now.
+    pub fn is_ready(&self, name: &str, expect_run: Option<u64>) -> Result<bool> {
+        Ok(self.ready_run(name, expect_run)?.is_some())
+    }
+
+    fn ready_run(&self, name: &str, expect_run: Option<u64>) -> Result<Option<u64>> {
         let key = format!("{READY_PREFIX}{name}");
         check_key(&key)?;
-        self.wait(&format!("{name} (ready)"), opts, |r| {
-            let v = r.with_conn(|c| c.get(&key), &format!("looking up {key}"))?;
-            Ok(v.and_then(|v| {
-                let s = String::from_utf8(v).ok()?;
-                let t: u64 = s.strip_prefix("ready ")?.split(' ').nth(1)?.parse().ok()?;
-                opts.published_after_ms
-                    .is_none_or(|after| t >= after)
-                    .then_some(())
-            }))
-        })
+        let v = self.with_conn(|c| c.get(&key), &format!("looking up {key}"))?;
+        Ok(v.and_then(|v| {
+            let s = String::from_utf8(v).ok()?;
+            let run = u64::from_str_radix(s.strip_prefix("ready ")?.split(' ').next()?, 16).ok()?;
+            expect_run.is_none_or(|e| e == run).then_some(run)
+        }))
     }
 
     /// Removes every key this registry handle published.

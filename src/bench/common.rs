@@ -1,0 +1,110 @@
+//! Flags every benchmark has, and the checks that refuse impossible combinations before any
+//! resource is made.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::error::{Error, Result};
+use crate::mem::{HugePolicy, Placement};
+
+/// Parses the original suite's numeric booleans (`--is-client 1`).
+pub fn flag01(s: &str) -> std::result::Result<bool, String> {
+    match s {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(format!("'{s}' is not 0 or 1")),
+    }
+}
+
+/// Flags shared by all benchmarks (new in this suite; the original had none of them).
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Stop after SECS seconds and print the summary [default: run until SIGINT/SIGTERM, as the
+    /// original does]
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// RDMA device to use (as `ibv_devices` names it) [default: the --port-index-th ACTIVE port
+    /// across all devices, libhrd's rule]
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+    /// libhrd's port index: the N-th ACTIVE port across all devices (with --device: that device's
+    /// N-th port)
+    #[arg(long, alias = "port_index", default_value_t = 0, value_name = "N")]
+    pub port_index: usize,
+    /// GID index for RoCE [default: the port's RoCE v2 IPv4-mapped GID]
+    #[arg(long, alias = "gid_index", value_name = "N")]
+    pub gid_index: Option<u32>,
+    /// QP registry (memcached) [default: $HRD_REGISTRY_IP, else 127.0.0.1; port 11211]
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub registry: Option<String>,
+    /// Hugepage-backed buffers: auto (fall back with a warning), require, or off
+    #[arg(long, default_value = "auto", value_name = "POLICY")]
+    pub hugepages: HugePolicy,
+    /// Bind buffers to this NUMA node
+    #[arg(long, alias = "numa_node", value_name = "N")]
+    pub numa_node: Option<u32>,
+    /// Also print one JSON object per line (per-thread rates, then a summary)
+    #[arg(long)]
+    pub json: bool,
+    /// Check the data that moved once the run ends (WRITE/READ contents, SEND immediates)
+    #[arg(long, default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub verify: bool,
+    /// Seconds to wait for peers in the registry before giving up
+    #[arg(long, alias = "connect_timeout", default_value_t = 60, value_name = "SECS")]
+    pub connect_timeout: u64,
+}
+
+impl CommonArgs {
+    /// Where buffers go.
+    pub fn placement(&self) -> Placement {
+        Placement { huge: self.hugepages, numa_node: self.numa_node }
+    }
+    /// How long to wait for a peer.
+    pub fn peer_timeout(&self) -> Duration {
+        Duration::from_secs(self.connect_timeout)
+    }
+    /// Checks the common flags.
+    pub fn check(&self) -> Result<()> {
+        if let Some(d) = self.duration {
+            if !(d > 0.0 && d.is_finite()) {
+                return Err(Error::config(format!("--duration must be a positive number of seconds, not {d}")));
+            }
+        }
+        if self.connect_timeout == 0 {
+            return Err(Error::config("--connect-timeout must be at least 1 second"));
+        }
+        Ok(())
+    }
+}
+
+/// Refuses `cond` with `msg`.
+pub fn require(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
+    if cond {
+        Ok(())
+    } else {
+        Err(Error::config(msg()))
+    }
+}
+
+/// The inline rule: inlined WRITEs/SENDs carry at most `max_inline` bytes.
+pub fn check_inline(size: u64, max_inline: u32, what: &str) -> Result<()> {
+    require(size <= u64::from(max_inline), || {
+        format!("size {size} is above the inline limit of {max_inline} bytes for inlined {what} (see --max-inline)")
+    })
+}
+
+/// Slot stride of the original: the payload rounded up to a cache line.
+pub fn slot_stride(size: u64) -> usize {
+    (size.max(1) as usize).div_ceil(64) * 64
+}
+
+/// The byte a side fills its buffer with, so that `--verify` can tell whose data arrived.
+pub fn fill_byte(active: bool, gid: usize) -> u8 {
+    (if active { 0x40 } else { 0x80 }) | (gid as u8 & 0x3f)
+}
+
+/// Per-thread port for `--dual-port`: consecutive threads alternate between two ports.
+pub fn port_index_for(common: &CommonArgs, dual_port: bool, gid: usize) -> usize {
+    common.port_index + if dual_port { gid % 2 } else { 0 }
+}

@@ -1,0 +1,12 @@
+//! One module per benchmark of the paper (same names as the original's directories), each a clap
+//! `Args` struct and a `run(args)`; the pieces they share live in `common`, `endpoint` and `runner`.
+
+pub mod common;
+pub mod endpoint;
+pub mod runner;
+
+pub mod rw_allsig;
+pub mod rw_postlist_latency;
+pub mod rw_tput;
+pub mod sender_scalability;
+pub mod ud_tput;

@@ -1,0 +1,256 @@
+//! ud-sender (outbound UD SEND rate) and ud-receiver (inbound UD SEND rate).
+//!
+//! ud-sender: each server thread round-robins inlined SENDs over `num-clients` client UD QPs, which
+//! only post RECVs and count what arrives. ud-receiver: client threads send SEND_WITH_IMM (imm 3185,
+//! checked) to server thread `gid mod num-threads`; each server polls up to `postlist` CQEs and
+//! reposts that many RECVs with one `ibv_post_recv`. RECVs are `size + 40` bytes (the GRH).
+//! UD has no flow control: SENDs that find no RECV are dropped, so receivers count what arrived.
+
+use clap::Parser;
+
+use super::common::{check_inline, fill_byte, flag01, port_index_for, require, CommonArgs};
+use super::endpoint::{drain_signaled, find_ud_peer, publish_done, Endpoint, EndpointSpec};
+use super::runner::{run_threads, Role};
+use crate::error::{Error, Result};
+use crate::hot::{check_batching, stop_requested, Op, PollTimeout, RecvBatch, SendBatch, SendSpec, UnsignaledCounter, GRH_BYTES};
+use crate::registry::Registry;
+use crate::stats::{Counters, RunInfo};
+use crate::verbs::{AddressHandle, QpType, WorkCompletion};
+
+/// The immediate every ud-receiver SEND carries (and the server checks).
+pub const IMM: u32 = 3185;
+const POLL_BATCH: usize = 64;
+const LULL_POLLS: u32 = 4096;
+
+/// Flags of ud-sender and ud-receiver.
+#[derive(Parser, Debug, Clone)]
+pub struct UdArgs {
+    /// Threads in this process (one UD QP each)
+    #[arg(long, alias = "num_threads", default_value_t = 1)]
+    pub num_threads: usize,
+    /// 1: alternate threads between two ports
+    #[arg(long, alias = "dual_port", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub dual_port: bool,
+    /// 1: this process runs the client threads
+    #[arg(long, alias = "is_client", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub is_client: bool,
+    /// Client machine index (client global ids are machine-id × num-threads + t)
+    #[arg(long, alias = "machine_id", default_value_t = 0)]
+    pub machine_id: usize,
+    /// Bytes per SEND (inlined)
+    #[arg(long, default_value_t = 32)]
+    pub size: u64,
+    /// Senders: WRs per doorbell. ud-receiver servers: CQEs polled (and RECVs reposted) at once
+    #[arg(long, default_value_t = 64)]
+    pub postlist: u32,
+    /// ud-sender: client UD QPs each server thread sends to, round-robin (kAppNumClients)
+    #[arg(long, alias = "num_clients", default_value_t = 1)]
+    pub num_clients: usize,
+    /// One signaled SEND every N
+    #[arg(long, alias = "unsig_batch", default_value_t = 64)]
+    pub unsig_batch: u32,
+    /// Send queue depth (kHrdSQDepth)
+    #[arg(long, alias = "queue_depth", default_value_t = 128)]
+    pub queue_depth: u32,
+    /// RECVs kept posted by receivers (kHrdRQDepth)
+    #[arg(long, alias = "rq_depth", default_value_t = 2048)]
+    pub rq_depth: u32,
+    /// Inline limit requested from the QP
+    #[arg(long, alias = "max_inline", default_value_t = 60)]
+    pub max_inline: u32,
+    /// Largest postlist accepted (ud-sender: 128, ud-receiver: 64 in the original)
+    #[arg(long, alias = "max_postlist", default_value_t = 128)]
+    pub max_postlist: u32,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+}
+
+/// ud-sender's command line.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "ud-sender", version, about = "Outbound UD SEND rate (ATC'16 rdma_bench): server threads send to client UD QPs")]
+pub struct SenderArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub ud: UdArgs,
+}
+
+/// ud-receiver's command line.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "ud-receiver", version, about = "Inbound UD SEND rate (ATC'16 rdma_bench): client threads send to server UD QPs")]
+pub struct ReceiverArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub ud: UdArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bench {
+    Sender,
+    Receiver,
+}
+
+/// Runs ud-sender.
+pub fn run_sender(a: SenderArgs) -> Result<()> {
+    run(Bench::Sender, &a.ud)
+}
+
+/// Runs ud-receiver.
+pub fn run_receiver(a: ReceiverArgs) -> Result<()> {
+    run(Bench::Receiver, &a.ud)
+}
+
+/// The checks that refuse a run before anything is made.
+pub fn validate(a: &UdArgs, sending: bool) -> Result<()> {
+    a.common.check()?;
+    require(a.num_threads >= 1, || "num-threads must be at least 1".into())?;
+    require(a.num_clients >= 1, || "num-clients must be at least 1".into())?;
+    require(a.size >= 1, || "size must be at least 1 byte".into())?;
+    require(a.rq_depth >= 1, || "rq-depth must be at least 1".into())?;
+    if sending {
+        check_batching(a.postlist, a.unsig_batch, a.queue_depth, a.max_postlist).map_err(Error::Config)?;
+        check_inline(a.size, a.max_inline, "SENDs")?;
+    } else {
+        require(a.postlist >= 1 && a.postlist <= a.rq_depth, || {
+            format!("postlist ({}) must be between 1 and rq-depth ({})", a.postlist, a.rq_depth)
+        })?;
+    }
+    require(a.size + GRH_BYTES as u64 <= 4096, || format!("size {} plus the 40-byte GRH exceeds the 4096-byte UD MTU", a.size))
+}
+
+fn run(bench: Bench, a: &UdArgs) -> Result<()> {
+    // ud-sender: servers send; ud-receiver: clients send.
+    let sending = a.is_client == (bench == Bench::Receiver);
+    validate(a, sending)?;
+    let first_id = if a.is_client { a.machine_id * a.num_threads } else { 0 };
+    let info = RunInfo {
+        bench: if bench == Bench::Sender { "ud-sender" } else { "ud-receiver" },
+        role: if a.is_client { "Client" } else { "Server" },
+        op: if sending { "SEND" } else { "RECV" },
+        size: a.size,
+        postlist: u64::from(a.postlist),
+        first_id,
+        json: a.common.json,
+    };
+    println!("main: Using {} threads", a.num_threads);
+    run_threads(info, Role::Counting, a.num_threads, &a.common, |t, counters| {
+        let gid = first_id + t;
+        let spec = EndpointSpec {
+            qp_type: QpType::Ud,
+            queue_depth: a.queue_depth,
+            recv_depth: if sending { 1 } else { a.rq_depth },
+            max_inline: a.max_inline,
+            buf_size: 4096,
+            fill: fill_byte(sending, gid),
+        };
+        let ep = Endpoint::new(&a.common, port_index_for(&a.common, a.dual_port, gid), spec)?;
+        let reg = Registry::connect(a.common.registry.as_deref())?;
+        let peers: Vec<String> = match (bench, sending) {
+            (Bench::Sender, true) => (0..a.num_clients).map(|c| format!("client-{c}")).collect(),
+            (Bench::Receiver, true) => vec![format!("server-{}", gid % a.num_threads)],
+            _ => vec![],
+        };
+        let me = if a.is_client { format!("client-{gid}") } else { format!("server-{gid}") };
+        if sending {
+            send_loop(a, bench, &ep, &reg, &me, &peers, t, counters)
+        } else {
+            recv_loop(a, bench, &ep, &reg, &me, t, counters)
+        }
+    })?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_loop(a: &UdArgs, bench: Bench, ep: &Endpoint, reg: &Registry, me: &str, peers: &[String], t: usize, counters: &Counters) -> Result<()> {
+    let mut dests = Vec::with_capacity(peers.len());
+    for p in peers {
+        let e = find_ud_peer(reg, p, &a.common)?;
+        dests.push((ep.ah_to(&e.info)?, e.info.qpn));
+    }
+    let op = if bench == Bench::Receiver { Op::SendImm(IMM) } else { Op::Send };
+    let spec = SendSpec { op, postlist: a.postlist as usize, size: a.size as u32, stride: 0, local_offset: 0, remote_offset: 0, inline: true };
+    let (ah0, qpn0): &(AddressHandle, u32) = &dests[0];
+    let mut batch = SendBatch::new_ud(&ep.qp, &ep.mr, spec, ah0, *qpn0)?;
+    for i in 0..batch.len() {
+        let (ah, qpn) = &dests[i % dests.len()];
+        batch.set_ud_dest(i, ah, *qpn);
+    }
+    let mut counter = UnsignaledCounter::new(a.unsig_batch);
+    let timeout = PollTimeout::default();
+    let postlist = u64::from(a.postlist);
+    let mut ops = 0u64;
+    counters.start(t);
+    while !stop_requested() {
+        batch.post_selective(&mut counter, timeout)?;
+        ops += postlist;
+        counters.set(t, ops);
+    }
+    counters.stop(t);
+    drain_signaled(ep, counter.posted())?;
+    publish_done(reg, me)
+}
+
+fn recv_loop(a: &UdArgs, bench: Bench, ep: &Endpoint, reg: &Registry, me: &str, t: usize, counters: &Counters) -> Result<()> {
+    let len = (a.size as usize + GRH_BYTES) as u32;
+    // Every RECV lands in the same bytes: the rate, not the data, is measured (as the original).
+    let mut recvs = RecvBatch::new(&ep.qp, &ep.mr, a.rq_depth as usize, len, 0, 0)?;
+    recvs.post(a.rq_depth as usize)?;
+    reg.publish(me, &ep.info())?;
+    reg.publish_ready(me)?;
+    let want = if bench == Bench::Receiver { a.postlist as usize } else { POLL_BATCH };
+    let mut wcs = vec![WorkCompletion::default(); want];
+    let cq = ep.qp.recv_cq();
+    let mut ops = 0u64;
+    let mut bad_imm = 0u64;
+    let mut started = false;
+    let mut idle: u32 = 0;
+    while !stop_requested() {
+        let n = cq.poll(&mut wcs)?;
+        if n == 0 {
+            idle = idle.wrapping_add(1);
+            // A receiver's rate covers first to last arrival, not the quiet time after senders
+            // stop: mark the end at the first lull (≈ 4 Ki empty polls) and undo it if traffic resumes.
+            if idle == LULL_POLLS && started {
+                counters.stop(t);
+            }
+            // Senders announce when they finish; look rarely so the poll loop stays tight.
+            if idle % (1 << 20) == 0 && senders_done(bench, reg)? {
+                break;
+            }
+            continue;
+        }
+        if !started {
+            counters.start(t);
+            started = true;
+        } else if idle >= LULL_POLLS {
+            counters.resume(t);
+        }
+        idle = 0;
+        for wc in &wcs[..n] {
+            wc.result()?;
+            if bench == Bench::Receiver && wc.imm_data() != Some(IMM) {
+                bad_imm += 1;
+            }
+        }
+        recvs.post(n)?;
+        ops += n as u64;
+        counters.set(t, ops);
+    }
+    if idle < LULL_POLLS {
+        counters.stop(t);
+    }
+    if bad_imm > 0 {
+        return Err(Error::config(format!("{bad_imm} SENDs arrived without immediate {IMM}")));
+    }
+    if a.common.verify && bench == Bench::Receiver {
+        require(ops > 0, || "verify: no SEND arrived".into())?;
+        println!("main: verify ok: {ops} SENDs carried immediate {IMM}");
+    }
+    Ok(())
+}
+
+/// ud-sender clients end once server thread 0 is done; ud-receiver servers do not know their
+/// clients and run until stopped.
+fn senders_done(bench: Bench, reg: &Registry) -> Result<bool> {
+    Ok(bench == Bench::Sender && reg.is_ready("server-0-done", None)?)
+}

@@ -1,0 +1,10 @@
+//! Counting and reporting: per-thread operation counters read once a second by the main thread,
+//! the C suite's report lines, JSON lines, and latency summaries.
+
+mod json;
+mod latency;
+mod report;
+
+pub use json::JsonObject;
+pub use latency::LatencySummary;
+pub use report::{Counters, Reporter, RunInfo, Summary};

@@ -1,0 +1,191 @@
+//! Per-thread counters and the once-a-second report in the C suite's shape.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::JsonObject;
+
+/// One cache line per thread, so that counting never bounces lines between cores.
+#[repr(align(64))]
+#[derive(Debug, Default)]
+struct Slot {
+    ops: AtomicU64,
+    /// Nanoseconds after the epoch at which the thread started its loop, plus one (0: not yet).
+    started: AtomicU64,
+    /// Same encoding, for when the thread left its loop.
+    stopped: AtomicU64,
+}
+
+/// Operation counts of the worker threads, written by each worker (one relaxed store per batch)
+/// and read by the reporter.
+#[derive(Debug)]
+pub struct Counters {
+    epoch: Instant,
+    slots: Box<[Slot]>,
+}
+
+impl Counters {
+    /// Counters for `threads` workers.
+    pub fn new(threads: usize) -> Arc<Counters> {
+        Arc::new(Counters { epoch: Instant::now(), slots: (0..threads).map(|_| Slot::default()).collect() })
+    }
+    /// Marks thread `t` as started now (its rate is measured from here).
+    pub fn start(&self, t: usize) {
+        let ns = self.epoch.elapsed().as_nanos() as u64 + 1;
+        self.slots[t].started.store(ns, Ordering::Release);
+    }
+    /// Marks thread `t`'s loop as over: its rate is measured up to here, not up to the summary
+    /// (which may come after draining, verifying and tearing down).
+    pub fn stop(&self, t: usize) {
+        let ns = self.epoch.elapsed().as_nanos() as u64 + 1;
+        self.slots[t].stopped.store(ns, Ordering::Release);
+    }
+    /// Undoes [`Counters::stop`] (work resumed after a lull).
+    pub fn resume(&self, t: usize) {
+        self.slots[t].stopped.store(0, Ordering::Release);
+    }
+    /// Publishes thread `t`'s running total.
+    #[inline(always)]
+    pub fn set(&self, t: usize, ops: u64) {
+        self.slots[t].ops.store(ops, Ordering::Relaxed);
+    }
+    /// Thread `t`'s running total.
+    pub fn get(&self, t: usize) -> u64 {
+        self.slots[t].ops.load(Ordering::Relaxed)
+    }
+    fn started_at(&self, t: usize) -> Option<f64> {
+        match self.slots[t].started.load(Ordering::Acquire) {
+            0 => None,
+            ns => Some((ns - 1) as f64 / 1e9),
+        }
+    }
+    fn stopped_at(&self, t: usize) -> Option<f64> {
+        match self.slots[t].stopped.load(Ordering::Acquire) {
+            0 => None,
+            ns => Some((ns - 1) as f64 / 1e9),
+        }
+    }
+    fn now(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64()
+    }
+    /// Number of threads.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+    /// True with no threads.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+}
+
+/// What a run is, for report lines and JSON.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    /// Benchmark name (as the binary).
+    pub bench: &'static str,
+    /// "Server" or "Client", as the C suite labels the counting threads.
+    pub role: &'static str,
+    /// Operation, e.g. "WRITE", "READ", "SEND", "RECV".
+    pub op: &'static str,
+    /// Payload bytes.
+    pub size: u64,
+    /// WRs per doorbell.
+    pub postlist: u64,
+    /// Global id of local thread 0 (thread t reports as `first_id + t`).
+    pub first_id: usize,
+    /// Also print JSON lines.
+    pub json: bool,
+}
+
+/// Totals of a finished run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Operations across threads.
+    pub ops: u64,
+    /// Sum of per-thread rates, in millions of operations per second.
+    pub mops: f64,
+    /// Longest per-thread measuring time.
+    pub elapsed_s: f64,
+}
+
+/// Prints per-thread rates about once a second and the summary at the end.
+pub struct Reporter {
+    info: RunInfo,
+    counters: Arc<Counters>,
+    last_ops: Vec<u64>,
+    last_t: Vec<f64>,
+}
+
+impl Reporter {
+    /// A reporter over `counters`.
+    pub fn new(info: RunInfo, counters: Arc<Counters>) -> Reporter {
+        let n = counters.len();
+        Reporter { info, counters, last_ops: vec![0; n], last_t: vec![0.0; n] }
+    }
+
+    fn json_base(&self) -> JsonObject {
+        JsonObject::new()
+            .str("bench", self.info.bench)
+            .str("role", &self.info.role.to_lowercase())
+            .str("op", self.info.op)
+            .int("size", self.info.size)
+            .int("postlist", self.info.postlist)
+    }
+
+    /// One line per started thread: its rate since the previous tick.
+    pub fn tick(&mut self) {
+        let now = self.counters.now();
+        let mut out = String::new();
+        for t in 0..self.counters.len() {
+            let Some(started) = self.counters.started_at(t) else { continue };
+            let ops = self.counters.get(t);
+            let since = if self.last_t[t] > 0.0 { self.last_t[t] } else { started };
+            let dt = now - since;
+            if dt <= 0.0 {
+                continue;
+            }
+            let rate = (ops - self.last_ops[t]) as f64 / dt;
+            let id = self.info.first_id + t;
+            out.push_str(&format!("main: {} {id}: {rate:.2} IOPS\n", self.info.role));
+            if self.info.json {
+                let o = self.json_base().int("thread", id as u64).num("elapsed_s", now - started).int("ops", ops);
+                out.push_str(&o.num("mops", rate / 1e6).finish());
+                out.push('\n');
+            }
+            self.last_ops[t] = ops;
+            self.last_t[t] = now;
+        }
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(out.as_bytes());
+        let _ = stdout.flush();
+    }
+
+    /// The final line (`main: Total throughput = X Mops`) and JSON summary.
+    pub fn finish(&mut self) -> Summary {
+        let now = self.counters.now();
+        let mut s = Summary { ops: 0, mops: 0.0, elapsed_s: 0.0 };
+        for t in 0..self.counters.len() {
+            let Some(started) = self.counters.started_at(t) else { continue };
+            let ops = self.counters.get(t);
+            let secs = self.counters.stopped_at(t).unwrap_or(now) - started;
+            s.ops += ops;
+            if secs > 0.0 {
+                s.mops += ops as f64 / secs / 1e6;
+            }
+            s.elapsed_s = s.elapsed_s.max(secs);
+        }
+        println!("main: Total throughput = {:.4} Mops", s.mops);
+        if self.info.json {
+            let o = self.json_base()
+                .bool("summary", true)
+                .int("threads", self.counters.len() as u64)
+                .num("elapsed_s", s.elapsed_s)
+                .int("ops", s.ops)
+                .num("mops", s.mops);
+            println!("{}", o.finish());
+        }
+        s
+    }
+}
