@@ -1,22 +1,73 @@
 #!/usr/bin/env bash
-# The benchmark suite on the first ACTIVE RDMA device, or on Soft-RoCE when there is none.
-# Until the Rust benchmarks land (issue: the paper's microbenchmarks), this is a perftest smoke run
-# that proves the device path end to end: WRITE and READ bandwidth at 32 B, postlist 1 and 16.
+# The benchmark suite: a short run of each of the paper's microbenchmarks on the first ACTIVE RDMA
+# device (Soft-RoCE through softroce.sh when there is none), then a table:
+# benchmark, op, size, postlist, Mops. Each run lasts SUITE_DURATION seconds (default 3).
+# Full logs go to target/suite/<n>-<bench>.log. SUITE_ONLY=<bench> runs just that benchmark's lines.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-exec bench_scripts/softroce.sh run --timeout "${SUITE_TIMEOUT:-600}" -- bash -c '
-  set -e
-  run() {  # perftest server and client on this host, one line of results
-    local tool=$1; shift
-    $tool -d "$RDMA_BENCH_DEVICE" -x "$RDMA_BENCH_GID_INDEX" -F "$@" >/dev/null 2>&1 &
-    sleep 1
-    $tool -d "$RDMA_BENCH_DEVICE" -x "$RDMA_BENCH_GID_INDEX" -F "$@" 127.0.0.1 2>/dev/null |
-      awk -v t="$tool" -v a="$*" "/^ *[0-9]+ +[0-9]+ /{printf \"%-12s %-22s %10s\n\", t, a, \$5}"
-    wait
-  }
-  echo "device $RDMA_BENCH_DEVICE, GID index $RDMA_BENCH_GID_INDEX"
-  printf "%-12s %-22s %10s\n" tool flags Mpps
-  for l in 1 16; do
-    run ib_write_bw -s 32 -l $l -n 20000
-    run ib_read_bw -s 32 -l $l -n 20000
-  done'
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+cd "$root"
+
+if ! grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state; then
+  [ -x target/release/rw-tput-sender ] || cargo build --release --bins
+  # The logs directory is shared with the guest, so they survive it.
+  mkdir -p target/suite
+  exec "$here/softroce.sh" run --share target/suite --timeout "${SUITE_TIMEOUT:-900}" -- "$0" "$@"
+fi
+[ -x target/release/rw-tput-sender ] || cargo build --release --bins
+
+d=${SUITE_DURATION:-3}
+out=target/suite
+mkdir -p "$out"
+rm -f "$out"/*.log
+suite=(
+  "rw-tput-sender --size 32 --postlist 1"
+  "rw-tput-sender --size 32 --postlist 16"
+  "rw-tput-sender --size 32 --postlist 1 --do-read 1"
+  "rw-tput-sender --size 32 --postlist 16 --do-read 1"
+  "rw-tput-receiver --size 32 --postlist 16"
+  "ud-sender --size 32 --postlist 16"
+  "ud-receiver --size 32 --postlist 16"
+  "rw-allsig --size 8 --window 32 --do-read 1"
+  "rw-postlist-latency --size 8 --postlist 1 --samples 100000"
+  "sender-scalability --size 32 --num-clients 16"
+)
+echo "device ${RDMA_BENCH_DEVICE:-$(ls /sys/class/infiniband | head -1)}, ${d}s per run"
+rc=0
+n=0
+for run in "${suite[@]}"; do
+  n=$((n + 1))
+  # shellcheck disable=SC2086
+  set -- $run
+  bench=$1; shift
+  [ -z "${SUITE_ONLY:-}" ] || [ "$SUITE_ONLY" = "$bench" ] || continue
+  log=$out/$n-$bench.log
+  if ! "$here/run-local.sh" "$bench" "$@" --duration "$d" --json >"$log" 2>&1; then
+    echo "$bench $*: FAILED (see $log)" >&2
+    rc=1
+  fi
+done
+python3 - "$out" "${#suite[@]}" <<'PY'
+import glob, json, os, sys
+out, count = sys.argv[1], int(sys.argv[2])
+print(f"{'benchmark':<21} {'role':<7} {'op':<6} {'size':>5} {'postlist':>8} {'Mops':>9}  {'latency (avg/median/p99 us)'}")
+for n in range(1, count + 1):
+    for log in sorted(glob.glob(os.path.join(out, f"{n}-*.log"))):
+        lat = {}
+        rows = []
+        for line in open(log):
+            body = line.split("] ", 1)[-1].strip()
+            if not body.startswith("{"):
+                continue
+            o = json.loads(body)
+            if o.get("latency"):
+                lat = o
+            elif o.get("summary") and not o.get("passive"):
+                rows.append(o)
+        for o in rows:
+            l = f"{lat['average_us']:.1f}/{lat['median_us']:.1f}/{lat['p99_us']:.1f}" if lat else ""
+            print(f"{o['bench']:<21} {o['role']:<7} {o['op']:<6} {o['size']:>5} {o['postlist']:>8} {o['mops']:>9.4f}  {l}")
+        if not rows:
+            print(f"{os.path.basename(log):<21} (no summary: see {log})")
+PY
+exit $rc

@@ -237,6 +237,9 @@ R=/newroot
 mount -t proc proc $R/proc; mount -t sysfs sys $R/sys; mount -t devtmpfs dev $R/dev
 mkdir -p $R/dev/pts $R/dev/shm $R/dev/hugepages
 mount -t devpts devpts $R/dev/pts; mount -t tmpfs tmpfs $R/dev/shm; mount -t tmpfs tmpfs $R/run
+# What udev would make: bash's process substitution needs /dev/fd.
+ln -sf /proc/self/fd $R/dev/fd; ln -sf /proc/self/fd/0 $R/dev/stdin
+ln -sf /proc/self/fd/1 $R/dev/stdout; ln -sf /proc/self/fd/2 $R/dev/stderr
 mount -t hugetlbfs hugetlbfs $R/dev/hugepages
 mkdir -p "$R$SHARE"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share "$R$SHARE" || fail "cannot mount the share $SHARE"

@@ -14,12 +14,12 @@
 
 mod sys;
 
+pub mod bench;
 pub mod error;
 pub mod hot;
 pub mod mem;
 pub mod registry;
 pub mod stats;
-pub mod bench;
 pub mod verbs;
 
 pub use error::{Error, Result};

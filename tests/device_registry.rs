@@ -59,7 +59,8 @@ fn peer(me: &str, other: &str, registry: &str, started_ms: u64, after: impl FnOn
     if !is_server {
         reg.publish_ready(&format!("{me}-wrote")).unwrap();
     }
-    reg.wait_ready(&format!("{other}-wrote"), wait, None).unwrap();
+    reg.wait_ready(&format!("{other}-wrote"), wait, None)
+        .unwrap();
     if is_server {
         reg.publish_ready(&format!("{me}-wrote")).unwrap();
     }

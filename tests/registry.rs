@@ -72,7 +72,10 @@ fn waits_for_a_key_published_a_second_later() {
     let r = Registry::connect(Some(&m.addr())).unwrap();
     let t0 = Instant::now();
     let e = r.wait_for("client-3", quick(10_000)).unwrap();
-    assert_eq!(r.wait_ready("client-3", quick(10_000), None).unwrap(), e.run_id);
+    assert_eq!(
+        r.wait_ready("client-3", quick(10_000), None).unwrap(),
+        e.run_id
+    );
     assert_eq!(e.info, info(9));
     assert!(
         t0.elapsed() >= Duration::from_millis(800),
@@ -164,8 +167,14 @@ fn ready_markers_of_other_runs_are_ignored() {
     let r = Registry::connect(Some(&m.addr())).unwrap();
     assert!(r.is_ready("client-0", None).unwrap());
     assert!(!r.is_ready("client-0", Some(old.run_id() ^ 1)).unwrap());
-    assert_eq!(r.wait_ready("client-0", quick(500), Some(old.run_id())).unwrap(), old.run_id());
-    assert!(r.wait_ready("client-0", quick(500), Some(old.run_id() ^ 1)).is_err());
+    assert_eq!(
+        r.wait_ready("client-0", quick(500), Some(old.run_id()))
+            .unwrap(),
+        old.run_id()
+    );
+    assert!(r
+        .wait_ready("client-0", quick(500), Some(old.run_id() ^ 1))
+        .is_err());
 }
 
 #[test]

@@ -51,14 +51,22 @@ pub struct CommonArgs {
     #[arg(long, default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub verify: bool,
     /// Seconds to wait for peers in the registry before giving up
-    #[arg(long, alias = "connect_timeout", default_value_t = 60, value_name = "SECS")]
+    #[arg(
+        long,
+        alias = "connect_timeout",
+        default_value_t = 60,
+        value_name = "SECS"
+    )]
     pub connect_timeout: u64,
 }
 
 impl CommonArgs {
     /// Where buffers go.
     pub fn placement(&self) -> Placement {
-        Placement { huge: self.hugepages, numa_node: self.numa_node }
+        Placement {
+            huge: self.hugepages,
+            numa_node: self.numa_node,
+        }
     }
     /// How long to wait for a peer.
     pub fn peer_timeout(&self) -> Duration {
@@ -68,7 +76,9 @@ impl CommonArgs {
     pub fn check(&self) -> Result<()> {
         if let Some(d) = self.duration {
             if !(d > 0.0 && d.is_finite()) {
-                return Err(Error::config(format!("--duration must be a positive number of seconds, not {d}")));
+                return Err(Error::config(format!(
+                    "--duration must be a positive number of seconds, not {d}"
+                )));
             }
         }
         if self.connect_timeout == 0 {

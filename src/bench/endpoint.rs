@@ -9,8 +9,8 @@ use crate::hot::{poll_one, stop_requested, PollTimeout};
 use crate::mem::HugeBuffer;
 use crate::registry::{Entry, Registry, WaitOptions};
 use crate::verbs::{
-    Access, AddressHandle, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpInfo, QpType,
-    QueuePair,
+    Access, AddressHandle, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpInfo,
+    QpType, QueuePair,
 };
 
 /// One QP with its CQ, a buffer and the MR over it. Fields drop in order: QP, MR, then the buffer
@@ -66,7 +66,12 @@ impl Endpoint {
         // SAFETY: no QP can touch this memory yet: nothing is registered or posted.
         unsafe { buf.as_mut_slice().fill(spec.fill) };
         let access = match spec.qp_type {
-            QpType::Rc => Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+            QpType::Rc => {
+                Access::LOCAL_WRITE
+                    | Access::REMOTE_WRITE
+                    | Access::REMOTE_READ
+                    | Access::REMOTE_ATOMIC
+            }
             QpType::Uc => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             QpType::Ud => Access::LOCAL_WRITE,
         };
@@ -96,7 +101,10 @@ impl Endpoint {
 }
 
 fn waiting(common: &CommonArgs) -> WaitOptions {
-    WaitOptions { timeout: common.peer_timeout(), ..WaitOptions::default() }
+    WaitOptions {
+        timeout: common.peer_timeout(),
+        ..WaitOptions::default()
+    }
 }
 
 fn stale_hint(e: Error, peer: &str) -> Error {
@@ -105,22 +113,36 @@ fn stale_hint(e: Error, peer: &str) -> Error {
     ))
 }
 
-/// Connects an RC/UC endpoint to the peer named `peer` through the registry: publish `me`, wait
-/// for `peer`, connect, mark ready, wait until the peer marks ready from the same run as the entry
-/// we connected to (so a dead earlier run's entry is detected, not used).
-pub fn connect_through(reg: &Registry, ep: &Endpoint, me: &str, peer: &str, common: &CommonArgs) -> Result<Entry> {
-    reg.publish(me, &ep.info())?;
-    let remote = reg.wait_for(peer, waiting(common)).map_err(|e| stale_hint(e, peer))?;
-    ep.qp.connect(&remote.info)?;
+/// Connects an RC/UC QP to the peer named `peer` through the registry: publish `me` (the QP and
+/// the buffer it exposes), wait for `peer`, connect, mark ready, and wait until the peer marks
+/// ready from the same run as the entry we connected to (so a dead earlier run's entry is
+/// detected, not used).
+pub fn connect_through(
+    reg: &Registry,
+    qp: &QueuePair,
+    exposed: Option<&MemoryRegion>,
+    me: &str,
+    peer: &str,
+    common: &CommonArgs,
+) -> Result<Entry> {
+    reg.publish(me, &qp.info(exposed))?;
+    let remote = reg
+        .wait_for(peer, waiting(common))
+        .map_err(|e| stale_hint(e, peer))?;
+    qp.connect(&remote.info)?;
     reg.publish_ready(me)?;
-    reg.wait_ready(peer, waiting(common), Some(remote.run_id)).map_err(|e| stale_hint(e, peer))?;
+    reg.wait_ready(peer, waiting(common), Some(remote.run_id))
+        .map_err(|e| stale_hint(e, peer))?;
     Ok(remote)
 }
 
 /// Looks up a UD peer (published with its ready marker).
 pub fn find_ud_peer(reg: &Registry, peer: &str, common: &CommonArgs) -> Result<Entry> {
-    let remote = reg.wait_for(peer, waiting(common)).map_err(|e| stale_hint(e, peer))?;
-    reg.wait_ready(peer, waiting(common), Some(remote.run_id)).map_err(|e| stale_hint(e, peer))?;
+    let remote = reg
+        .wait_for(peer, waiting(common))
+        .map_err(|e| stale_hint(e, peer))?;
+    reg.wait_ready(peer, waiting(common), Some(remote.run_id))
+        .map_err(|e| stale_hint(e, peer))?;
     Ok(remote)
 }
 

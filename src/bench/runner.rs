@@ -21,7 +21,13 @@ pub enum Role {
 }
 
 /// Runs `threads` workers (`worker(t, counters)`) under the report loop.
-pub fn run_threads<F>(info: RunInfo, role: Role, threads: usize, common: &CommonArgs, worker: F) -> Result<Summary>
+pub fn run_threads<F>(
+    info: RunInfo,
+    role: Role,
+    threads: usize,
+    common: &CommonArgs,
+    worker: F,
+) -> Result<Summary>
 where
     F: Fn(usize, &Counters) -> Result<()> + Sync,
 {
@@ -48,7 +54,9 @@ where
         while !handles.iter().all(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_millis(50));
             let now = Instant::now();
-            if deadline.is_none() && (0..threads).any(|t| counters.get(t) > 0 || role == Role::Passive) {
+            if deadline.is_none()
+                && (0..threads).any(|t| counters.get(t) > 0 || role == Role::Passive)
+            {
                 deadline = common.duration.map(|d| now + Duration::from_secs_f64(d));
             }
             if deadline.is_some_and(|d| now >= d) {
@@ -60,7 +68,11 @@ where
             }
         }
         for h in handles {
-            results.push(h.join().unwrap_or_else(|_| Err(crate::Error::Config("a worker thread panicked".into()))));
+            results.push(
+                h.join().unwrap_or_else(|_| {
+                    Err(crate::Error::Config("a worker thread panicked".into()))
+                }),
+            );
         }
     });
     let summary = match role {
@@ -78,7 +90,11 @@ where
                     .num("mops", 0.0);
                 println!("{}", o.finish());
             }
-            Summary { ops: 0, mops: 0.0, elapsed_s: 0.0 }
+            Summary {
+                ops: 0,
+                mops: 0.0,
+                elapsed_s: 0.0,
+            }
         }
     };
     results.into_iter().collect::<Result<Vec<()>>>()?;

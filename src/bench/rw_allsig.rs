@@ -1,1 +1,192 @@
-//! placeholder
+//! rw-allsig: the WQE-cache-miss test. Each server thread posts a window of WRs one by one (one
+//! doorbell each), all to the same remote address, only the last signaled, then polls that one
+//! completion. Client threads are passive targets.
+
+use clap::Parser;
+
+use super::common::{check_inline, flag01, require, CommonArgs};
+use super::runner::{run_threads, Role};
+use super::rw_tput::{connect_pair, finish_active, passive, verify_slots, Pair, PairSpec};
+use crate::error::Result;
+use crate::hot::{poll_one, stop_requested, Op, PollTimeout, Remote, SendBatch, SendSpec};
+use crate::stats::RunInfo;
+
+/// Local slot of WR `i` of the window: `i × 64`, so READ responses of a window never overlap.
+const SLOT: usize = 64;
+
+/// rw-allsig's command line (the original's flags).
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "rw-allsig",
+    version,
+    about = "WQE-cache-miss test (ATC'16 rdma_bench): windows of singly-posted WRs, last one signaled"
+)]
+pub struct Args {
+    /// Threads in this process (one QP each)
+    #[arg(long, alias = "num_threads", default_value_t = 1)]
+    pub num_threads: usize,
+    /// 1: alternate threads between two ports
+    #[arg(long, alias = "dual_port", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub dual_port: bool,
+    /// 1: unreliable connected transport (WRITEs only)
+    #[arg(long, alias = "use_uc", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub use_uc: bool,
+    /// 1: this process runs the (passive) client threads
+    #[arg(long, alias = "is_client", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub is_client: bool,
+    /// Client machine index
+    #[arg(long, alias = "machine_id", default_value_t = 0)]
+    pub machine_id: usize,
+    /// Bytes per READ/WRITE (at most 64: window slots are 64 bytes apart)
+    #[arg(long, default_value_t = 8)]
+    pub size: u64,
+    /// WRs per window, posted one by one; the last is signaled
+    #[arg(long, default_value_t = 64)]
+    pub window: u32,
+    /// 1: RDMA READs, 0: inlined RDMA WRITEs
+    #[arg(long, alias = "do_read", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub do_read: bool,
+    /// Send queue depth
+    #[arg(long, alias = "queue_depth", default_value_t = 128)]
+    pub queue_depth: u32,
+    /// Inline limit requested from the QP
+    #[arg(long, alias = "max_inline", default_value_t = 60)]
+    pub max_inline: u32,
+    /// Registered buffer per thread, bytes
+    #[arg(long, alias = "buf_size", default_value_t = 8192)]
+    pub buf_size: usize,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+}
+
+/// The checks that refuse a run before anything is made.
+pub fn validate(a: &Args) -> Result<()> {
+    a.common.check()?;
+    require(a.num_threads >= 1, || {
+        "num-threads must be at least 1".into()
+    })?;
+    require((1..=SLOT as u64).contains(&a.size), || {
+        format!("size must be between 1 and {SLOT} bytes, not {}", a.size)
+    })?;
+    require(a.window >= 1, || "window must be at least 1".into())?;
+    require(a.window <= a.queue_depth / 2, || {
+        format!(
+            "window ({}) must not exceed queue depth / 2 ({})",
+            a.window,
+            a.queue_depth / 2
+        )
+    })?;
+    require(!(a.use_uc && a.do_read), || {
+        "UC cannot do READs (--use-uc 1 needs --do-read 0)".into()
+    })?;
+    if !a.do_read {
+        check_inline(a.size, a.max_inline, "WRITEs")?;
+    }
+    let need = a.window as usize * SLOT;
+    require(need <= a.buf_size, || {
+        format!(
+            "window × 64 = {need} bytes does not fit the {}-byte buffer",
+            a.buf_size
+        )
+    })
+}
+
+/// Runs rw-allsig.
+pub fn run(a: Args) -> Result<()> {
+    validate(&a)?;
+    let active = !a.is_client;
+    let first_id = if a.is_client {
+        a.machine_id * a.num_threads
+    } else {
+        0
+    };
+    let info = RunInfo {
+        bench: "rw-allsig",
+        role: if a.is_client { "Client" } else { "Server" },
+        op: if a.do_read { "READ" } else { "WRITE" },
+        size: a.size,
+        postlist: 1,
+        first_id,
+        json: a.common.json,
+    };
+    println!("main: Using {} threads", a.num_threads);
+    let role = if active {
+        Role::Counting
+    } else {
+        Role::Passive
+    };
+    run_threads(info, role, a.num_threads, &a.common, |t, counters| {
+        let gid = first_id + t;
+        let spec = PairSpec {
+            is_client: a.is_client,
+            active,
+            use_uc: a.use_uc,
+            dual_port: a.dual_port,
+            queue_depth: a.queue_depth,
+            max_inline: a.max_inline,
+            buf_size: a.buf_size,
+        };
+        let pair = connect_pair(&a.common, &spec, gid)?;
+        if !active {
+            return passive(
+                &pair,
+                &a.common,
+                (!a.do_read).then_some((1, a.size, 0)),
+                gid,
+            );
+        }
+        let Pair {
+            ep,
+            reg,
+            remote,
+            me,
+            ..
+        } = &pair;
+        let send = SendSpec {
+            op: if a.do_read { Op::Read } else { Op::Write },
+            postlist: a.window as usize,
+            size: a.size as u32,
+            stride: 0, // every WR of the window targets the same remote address…
+            local_offset: 0,
+            remote_offset: 0,
+            inline: !a.do_read,
+        };
+        let r = Remote {
+            addr: remote.info.buf_addr,
+            rkey: remote.info.rkey,
+            len: remote.info.buf_size,
+        };
+        let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(r))?;
+        for i in 0..batch.len() {
+            // …and reads into its own 64-byte local slot.
+            batch.set_local_addr(i, ep.mr.addr() as u64 + (i * SLOT) as u64)?;
+            batch.set_signaled(i, i + 1 == batch.len());
+        }
+        let timeout = PollTimeout::default();
+        let window = u64::from(a.window);
+        let mut ops = 0u64;
+        counters.start(t);
+        while !stop_requested() {
+            for i in 0..batch.len() {
+                batch.post_one(i)?;
+            }
+            poll_one(ep.qp.send_cq(), timeout)?;
+            ops += window;
+            counters.set(t, ops);
+        }
+        counters.stop(t);
+        if a.common.verify && a.do_read {
+            verify_slots(
+                ep,
+                batch.len(),
+                a.size,
+                SLOT,
+                super::common::fill_byte(false, gid),
+                "READ",
+            )?;
+        }
+        finish_active(reg, me)
+    })?;
+    Ok(())
+}

@@ -7,11 +7,18 @@
 
 use clap::{Args, Parser};
 
-use super::common::{check_inline, fill_byte, flag01, port_index_for, require, slot_stride, CommonArgs};
-use super::endpoint::{connect_through, drain_signaled, idle_until_peer_done, publish_done, Endpoint, EndpointSpec};
+use super::common::{
+    check_inline, fill_byte, flag01, port_index_for, require, slot_stride, CommonArgs,
+};
+use super::endpoint::{
+    connect_through, drain_signaled, idle_until_peer_done, publish_done, Endpoint, EndpointSpec,
+};
 use super::runner::{run_threads, Role};
 use crate::error::{Error, Result};
-use crate::hot::{check_batching, poll_exact, stop_requested, Op, PollTimeout, Remote, SendBatch, SendSpec, UnsignaledCounter};
+use crate::hot::{
+    check_batching, poll_exact, stop_requested, Op, PollTimeout, Remote, SendBatch, SendSpec,
+    UnsignaledCounter,
+};
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::{QpType, WorkCompletion};
@@ -59,7 +66,11 @@ pub struct RwFlags {
 
 /// rw-tput-sender: server threads issue READs/WRITEs to passive client threads.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "rw-tput-sender", version, about = "Outbound READ/WRITE rate (ATC'16 rdma_bench): server threads post, client threads are targets")]
+#[command(
+    name = "rw-tput-sender",
+    version,
+    about = "Outbound READ/WRITE rate (ATC'16 rdma_bench): server threads post, client threads are targets"
+)]
 pub struct SenderArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -74,7 +85,11 @@ pub struct SenderArgs {
 
 /// rw-tput-receiver: client threads issue READs/WRITEs to passive server threads.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "rw-tput-receiver", version, about = "Inbound READ/WRITE rate (ATC'16 rdma_bench): client threads post, server threads are targets")]
+#[command(
+    name = "rw-tput-receiver",
+    version,
+    about = "Inbound READ/WRITE rate (ATC'16 rdma_bench): client threads post, server threads are targets"
+)]
 pub struct ReceiverArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -119,10 +134,15 @@ pub fn run_receiver(a: ReceiverArgs) -> Result<()> {
 /// The checks that refuse a run before anything is made.
 pub fn validate(f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Result<()> {
     common.check()?;
-    require(f.num_threads >= 1, || "num-threads must be at least 1".into())?;
+    require(f.num_threads >= 1, || {
+        "num-threads must be at least 1".into()
+    })?;
     require(f.size >= 1, || "size must be at least 1 byte".into())?;
-    require(!(f.use_uc && f.do_read), || "UC cannot do READs (--use-uc 1 needs --do-read 0)".into())?;
-    check_batching(f.postlist, f.unsig_batch, f.queue_depth, f.max_postlist).map_err(Error::Config)?;
+    require(!(f.use_uc && f.do_read), || {
+        "UC cannot do READs (--use-uc 1 needs --do-read 0)".into()
+    })?;
+    check_batching(f.postlist, f.unsig_batch, f.queue_depth, f.max_postlist)
+        .map_err(Error::Config)?;
     if !f.do_read {
         check_inline(f.size, f.max_inline, "WRITEs")?;
     }
@@ -142,12 +162,20 @@ fn run(bench: Bench, f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Resul
         op: if f.do_read { "READ" } else { "WRITE" },
         size: f.size,
         postlist: u64::from(f.postlist),
-        first_id: if f.is_client { f.machine_id * f.num_threads } else { 0 },
+        first_id: if f.is_client {
+            f.machine_id * f.num_threads
+        } else {
+            0
+        },
         json: common.json,
     };
     let first_id = info.first_id;
     println!("main: Using {} threads", f.num_threads);
-    let role = if active { Role::Counting } else { Role::Passive };
+    let role = if active {
+        Role::Counting
+    } else {
+        Role::Passive
+    };
     run_threads(info, role, f.num_threads, common, |t, counters| {
         let gid = first_id + t;
         thread(f, buf_size, common, active, gid, t, counters)
@@ -155,35 +183,113 @@ fn run(bench: Bench, f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Resul
     Ok(())
 }
 
-fn thread(f: &RwFlags, buf_size: usize, common: &CommonArgs, active: bool, gid: usize, t: usize, counters: &Counters) -> Result<()> {
+/// A connected RC/UC pair endpoint: this thread's side and what it knows of the peer.
+pub(crate) struct Pair {
+    pub ep: Endpoint,
+    pub reg: Registry,
+    pub remote: crate::registry::Entry,
+    pub me: String,
+    pub peer: String,
+}
+
+/// How one thread of a connected benchmark is set up.
+pub(crate) struct PairSpec {
+    pub is_client: bool,
+    pub active: bool,
+    pub use_uc: bool,
+    pub dual_port: bool,
+    pub queue_depth: u32,
+    pub max_inline: u32,
+    pub buf_size: usize,
+}
+
+/// Makes thread `gid`'s endpoint and connects it to its namesake on the other side
+/// (`server-<gid>` ↔ `client-<gid>`).
+pub(crate) fn connect_pair(common: &CommonArgs, s: &PairSpec, gid: usize) -> Result<Pair> {
     let spec = EndpointSpec {
-        qp_type: if f.use_uc { QpType::Uc } else { QpType::Rc },
-        queue_depth: f.queue_depth,
+        qp_type: if s.use_uc { QpType::Uc } else { QpType::Rc },
+        queue_depth: s.queue_depth,
         recv_depth: 1,
+        max_inline: s.max_inline,
+        buf_size: s.buf_size,
+        fill: fill_byte(s.active, gid),
+    };
+    let ep = Endpoint::new(common, port_index_for(common, s.dual_port, gid), spec)?;
+    let reg = Registry::connect(common.registry.as_deref())?;
+    let (me, peer) = if s.is_client {
+        (format!("client-{gid}"), format!("server-{gid}"))
+    } else {
+        (format!("server-{gid}"), format!("client-{gid}"))
+    };
+    let remote = connect_through(&reg, &ep.qp, Some(&ep.mr), &me, &peer, common)?;
+    println!(
+        "main: {} {gid} connected to {peer}",
+        if s.is_client { "Client" } else { "Server" }
+    );
+    Ok(Pair {
+        ep,
+        reg,
+        remote,
+        me,
+        peer,
+    })
+}
+
+/// The passive side: wait for the active peer to finish, then (with --verify) check its WRITEs.
+pub(crate) fn passive(
+    p: &Pair,
+    common: &CommonArgs,
+    check_writes: Option<(usize, u64, usize)>,
+    gid: usize,
+) -> Result<()> {
+    idle_until_peer_done(&p.reg, &p.peer, p.remote.run_id)?;
+    if let (true, Some((slots, size, stride))) = (common.verify, check_writes) {
+        verify_slots(&p.ep, slots, size, stride, fill_byte(true, gid), "WRITE")?;
+    }
+    Ok(())
+}
+
+fn thread(
+    f: &RwFlags,
+    buf_size: usize,
+    common: &CommonArgs,
+    active: bool,
+    gid: usize,
+    t: usize,
+    counters: &Counters,
+) -> Result<()> {
+    let spec = PairSpec {
+        is_client: f.is_client,
+        active,
+        use_uc: f.use_uc,
+        dual_port: f.dual_port,
+        queue_depth: f.queue_depth,
         max_inline: f.max_inline,
         buf_size,
-        fill: fill_byte(active, gid),
     };
-    let ep = Endpoint::new(common, port_index_for(common, f.dual_port, gid), spec)?;
-    let reg = Registry::connect(common.registry.as_deref())?;
-    let (me, peer) = if f.is_client { (format!("client-{gid}"), format!("server-{gid}")) } else { (format!("server-{gid}"), format!("client-{gid}")) };
-    let remote = connect_through(&reg, &ep, &me, &peer, common)?;
-    println!("main: {} {gid} connected to {peer}", if f.is_client { "Client" } else { "Server" });
-
+    let pair = connect_pair(common, &spec, gid)?;
+    let stride = slot_stride(f.size);
     if !active {
-        idle_until_peer_done(&reg, &peer, remote.run_id)?;
-        if common.verify && !f.do_read {
-            verify_slots(&ep, f, fill_byte(true, gid), "WRITE")?;
-        }
-        return Ok(());
+        let writes = (!f.do_read).then_some((f.postlist as usize, f.size, stride));
+        return passive(&pair, common, writes, gid);
     }
-
-    let r = Remote { addr: remote.info.buf_addr, rkey: remote.info.rkey, len: remote.info.buf_size };
+    let Pair {
+        ep,
+        reg,
+        remote,
+        me,
+        ..
+    } = &pair;
+    let r = Remote {
+        addr: remote.info.buf_addr,
+        rkey: remote.info.rkey,
+        len: remote.info.buf_size,
+    };
     let send = SendSpec {
         op: if f.do_read { Op::Read } else { Op::Write },
         postlist: f.postlist as usize,
         size: f.size as u32,
-        stride: slot_stride(f.size),
+        stride,
         local_offset: 0,
         remote_offset: 0,
         inline: !f.do_read,
@@ -200,7 +306,7 @@ fn thread(f: &RwFlags, buf_size: usize, common: &CommonArgs, active: bool, gid: 
         counters.set(t, ops);
     }
     counters.stop(t);
-    drain_signaled(&ep, counter.posted())?;
+    drain_signaled(ep, counter.posted())?;
     if common.verify {
         // One more batch, all signaled: once it completes, every earlier WR has too (RC order).
         for i in 0..batch.len() {
@@ -210,21 +316,39 @@ fn thread(f: &RwFlags, buf_size: usize, common: &CommonArgs, active: bool, gid: 
         let mut wcs = vec![WorkCompletion::default(); batch.len()];
         poll_exact(ep.qp.send_cq(), &mut wcs, timeout)?;
         if f.do_read {
-            verify_slots(&ep, f, fill_byte(false, gid), "READ")?;
+            verify_slots(
+                ep,
+                batch.len(),
+                f.size,
+                stride,
+                fill_byte(false, gid),
+                "READ",
+            )?;
         }
     }
-    publish_done(&reg, &me)?;
+    finish_active(reg, me)
+}
+
+/// Says "done" to the passive peer and gives it a moment to see it before our QP goes away.
+pub(crate) fn finish_active(reg: &Registry, me: &str) -> Result<()> {
+    publish_done(reg, me)?;
     // Keep the QP until the peer has seen "done" (it may still verify), then leave.
     std::thread::sleep(std::time::Duration::from_millis(300));
     Ok(())
 }
 
-/// Checks that every slot holds the byte the other side filled its buffer with.
-fn verify_slots(ep: &Endpoint, f: &RwFlags, expect: u8, what: &str) -> Result<()> {
-    let stride = slot_stride(f.size);
-    for i in 0..f.postlist as usize {
+/// Checks that every slot (`slots` × `size` bytes, `stride` apart) holds `expect`.
+pub(crate) fn verify_slots(
+    ep: &Endpoint,
+    slots: usize,
+    size: u64,
+    stride: usize,
+    expect: u8,
+    what: &str,
+) -> Result<()> {
+    for i in 0..slots {
         // SAFETY: the peer is done (WRITE) or our last READs completed: nothing writes here now.
-        let got = unsafe { ep.bytes(i * stride, f.size as usize) };
+        let got = unsafe { ep.bytes(i * stride, size as usize) };
         if let Some(pos) = got.iter().position(|&b| b != expect) {
             return Err(Error::config(format!(
                 "verify: {what} slot {i} byte {pos} is {:#04x}, expected {expect:#04x}",
@@ -232,6 +356,6 @@ fn verify_slots(ep: &Endpoint, f: &RwFlags, expect: u8, what: &str) -> Result<()
             )));
         }
     }
-    println!("main: verify ok: {} {what} slot(s) of {} bytes hold the peer's data", f.postlist, f.size);
+    println!("main: verify ok: {slots} {what} slot(s) of {size} bytes hold the peer's data");
     Ok(())
 }

@@ -12,7 +12,10 @@ use super::common::{check_inline, fill_byte, flag01, port_index_for, require, Co
 use super::endpoint::{drain_signaled, find_ud_peer, publish_done, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
 use crate::error::{Error, Result};
-use crate::hot::{check_batching, stop_requested, Op, PollTimeout, RecvBatch, SendBatch, SendSpec, UnsignaledCounter, GRH_BYTES};
+use crate::hot::{
+    check_batching, stop_requested, Op, PollTimeout, RecvBatch, SendBatch, SendSpec,
+    UnsignaledCounter, GRH_BYTES,
+};
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::{AddressHandle, QpType, WorkCompletion};
@@ -68,7 +71,11 @@ pub struct UdArgs {
 
 /// ud-sender's command line.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "ud-sender", version, about = "Outbound UD SEND rate (ATC'16 rdma_bench): server threads send to client UD QPs")]
+#[command(
+    name = "ud-sender",
+    version,
+    about = "Outbound UD SEND rate (ATC'16 rdma_bench): server threads send to client UD QPs"
+)]
 pub struct SenderArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -77,7 +84,11 @@ pub struct SenderArgs {
 
 /// ud-receiver's command line.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "ud-receiver", version, about = "Inbound UD SEND rate (ATC'16 rdma_bench): client threads send to server UD QPs")]
+#[command(
+    name = "ud-receiver",
+    version,
+    about = "Inbound UD SEND rate (ATC'16 rdma_bench): client threads send to server UD QPs"
+)]
 pub struct ReceiverArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -103,28 +114,49 @@ pub fn run_receiver(a: ReceiverArgs) -> Result<()> {
 /// The checks that refuse a run before anything is made.
 pub fn validate(a: &UdArgs, sending: bool) -> Result<()> {
     a.common.check()?;
-    require(a.num_threads >= 1, || "num-threads must be at least 1".into())?;
-    require(a.num_clients >= 1, || "num-clients must be at least 1".into())?;
+    require(a.num_threads >= 1, || {
+        "num-threads must be at least 1".into()
+    })?;
+    require(a.num_clients >= 1, || {
+        "num-clients must be at least 1".into()
+    })?;
     require(a.size >= 1, || "size must be at least 1 byte".into())?;
     require(a.rq_depth >= 1, || "rq-depth must be at least 1".into())?;
     if sending {
-        check_batching(a.postlist, a.unsig_batch, a.queue_depth, a.max_postlist).map_err(Error::Config)?;
+        check_batching(a.postlist, a.unsig_batch, a.queue_depth, a.max_postlist)
+            .map_err(Error::Config)?;
         check_inline(a.size, a.max_inline, "SENDs")?;
     } else {
         require(a.postlist >= 1 && a.postlist <= a.rq_depth, || {
-            format!("postlist ({}) must be between 1 and rq-depth ({})", a.postlist, a.rq_depth)
+            format!(
+                "postlist ({}) must be between 1 and rq-depth ({})",
+                a.postlist, a.rq_depth
+            )
         })?;
     }
-    require(a.size + GRH_BYTES as u64 <= 4096, || format!("size {} plus the 40-byte GRH exceeds the 4096-byte UD MTU", a.size))
+    require(a.size + GRH_BYTES as u64 <= 4096, || {
+        format!(
+            "size {} plus the 40-byte GRH exceeds the 4096-byte UD MTU",
+            a.size
+        )
+    })
 }
 
 fn run(bench: Bench, a: &UdArgs) -> Result<()> {
     // ud-sender: servers send; ud-receiver: clients send.
     let sending = a.is_client == (bench == Bench::Receiver);
     validate(a, sending)?;
-    let first_id = if a.is_client { a.machine_id * a.num_threads } else { 0 };
+    let first_id = if a.is_client {
+        a.machine_id * a.num_threads
+    } else {
+        0
+    };
     let info = RunInfo {
-        bench: if bench == Bench::Sender { "ud-sender" } else { "ud-receiver" },
+        bench: if bench == Bench::Sender {
+            "ud-sender"
+        } else {
+            "ud-receiver"
+        },
         role: if a.is_client { "Client" } else { "Server" },
         op: if sending { "SEND" } else { "RECV" },
         size: a.size,
@@ -133,42 +165,75 @@ fn run(bench: Bench, a: &UdArgs) -> Result<()> {
         json: a.common.json,
     };
     println!("main: Using {} threads", a.num_threads);
-    run_threads(info, Role::Counting, a.num_threads, &a.common, |t, counters| {
-        let gid = first_id + t;
-        let spec = EndpointSpec {
-            qp_type: QpType::Ud,
-            queue_depth: a.queue_depth,
-            recv_depth: if sending { 1 } else { a.rq_depth },
-            max_inline: a.max_inline,
-            buf_size: 4096,
-            fill: fill_byte(sending, gid),
-        };
-        let ep = Endpoint::new(&a.common, port_index_for(&a.common, a.dual_port, gid), spec)?;
-        let reg = Registry::connect(a.common.registry.as_deref())?;
-        let peers: Vec<String> = match (bench, sending) {
-            (Bench::Sender, true) => (0..a.num_clients).map(|c| format!("client-{c}")).collect(),
-            (Bench::Receiver, true) => vec![format!("server-{}", gid % a.num_threads)],
-            _ => vec![],
-        };
-        let me = if a.is_client { format!("client-{gid}") } else { format!("server-{gid}") };
-        if sending {
-            send_loop(a, bench, &ep, &reg, &me, &peers, t, counters)
-        } else {
-            recv_loop(a, bench, &ep, &reg, &me, t, counters)
-        }
-    })?;
+    run_threads(
+        info,
+        Role::Counting,
+        a.num_threads,
+        &a.common,
+        |t, counters| {
+            let gid = first_id + t;
+            let spec = EndpointSpec {
+                qp_type: QpType::Ud,
+                queue_depth: a.queue_depth,
+                recv_depth: if sending { 1 } else { a.rq_depth },
+                max_inline: a.max_inline,
+                buf_size: 4096,
+                fill: fill_byte(sending, gid),
+            };
+            let ep = Endpoint::new(&a.common, port_index_for(&a.common, a.dual_port, gid), spec)?;
+            let reg = Registry::connect(a.common.registry.as_deref())?;
+            let peers: Vec<String> = match (bench, sending) {
+                (Bench::Sender, true) => {
+                    (0..a.num_clients).map(|c| format!("client-{c}")).collect()
+                }
+                (Bench::Receiver, true) => vec![format!("server-{}", gid % a.num_threads)],
+                _ => vec![],
+            };
+            let me = if a.is_client {
+                format!("client-{gid}")
+            } else {
+                format!("server-{gid}")
+            };
+            if sending {
+                send_loop(a, bench, &ep, &reg, &me, &peers, t, counters)
+            } else {
+                recv_loop(a, bench, &ep, &reg, &me, t, counters)
+            }
+        },
+    )?;
     Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
-fn send_loop(a: &UdArgs, bench: Bench, ep: &Endpoint, reg: &Registry, me: &str, peers: &[String], t: usize, counters: &Counters) -> Result<()> {
+fn send_loop(
+    a: &UdArgs,
+    bench: Bench,
+    ep: &Endpoint,
+    reg: &Registry,
+    me: &str,
+    peers: &[String],
+    t: usize,
+    counters: &Counters,
+) -> Result<()> {
     let mut dests = Vec::with_capacity(peers.len());
     for p in peers {
         let e = find_ud_peer(reg, p, &a.common)?;
         dests.push((ep.ah_to(&e.info)?, e.info.qpn));
     }
-    let op = if bench == Bench::Receiver { Op::SendImm(IMM) } else { Op::Send };
-    let spec = SendSpec { op, postlist: a.postlist as usize, size: a.size as u32, stride: 0, local_offset: 0, remote_offset: 0, inline: true };
+    let op = if bench == Bench::Receiver {
+        Op::SendImm(IMM)
+    } else {
+        Op::Send
+    };
+    let spec = SendSpec {
+        op,
+        postlist: a.postlist as usize,
+        size: a.size as u32,
+        stride: 0,
+        local_offset: 0,
+        remote_offset: 0,
+        inline: true,
+    };
     let (ah0, qpn0): &(AddressHandle, u32) = &dests[0];
     let mut batch = SendBatch::new_ud(&ep.qp, &ep.mr, spec, ah0, *qpn0)?;
     for i in 0..batch.len() {
@@ -190,14 +255,26 @@ fn send_loop(a: &UdArgs, bench: Bench, ep: &Endpoint, reg: &Registry, me: &str, 
     publish_done(reg, me)
 }
 
-fn recv_loop(a: &UdArgs, bench: Bench, ep: &Endpoint, reg: &Registry, me: &str, t: usize, counters: &Counters) -> Result<()> {
+fn recv_loop(
+    a: &UdArgs,
+    bench: Bench,
+    ep: &Endpoint,
+    reg: &Registry,
+    me: &str,
+    t: usize,
+    counters: &Counters,
+) -> Result<()> {
     let len = (a.size as usize + GRH_BYTES) as u32;
     // Every RECV lands in the same bytes: the rate, not the data, is measured (as the original).
     let mut recvs = RecvBatch::new(&ep.qp, &ep.mr, a.rq_depth as usize, len, 0, 0)?;
     recvs.post(a.rq_depth as usize)?;
     reg.publish(me, &ep.info())?;
     reg.publish_ready(me)?;
-    let want = if bench == Bench::Receiver { a.postlist as usize } else { POLL_BATCH };
+    let want = if bench == Bench::Receiver {
+        a.postlist as usize
+    } else {
+        POLL_BATCH
+    };
     let mut wcs = vec![WorkCompletion::default(); want];
     let cq = ep.qp.recv_cq();
     let mut ops = 0u64;
@@ -240,7 +317,9 @@ fn recv_loop(a: &UdArgs, bench: Bench, ep: &Endpoint, reg: &Registry, me: &str, 
         counters.stop(t);
     }
     if bad_imm > 0 {
-        return Err(Error::config(format!("{bad_imm} SENDs arrived without immediate {IMM}")));
+        return Err(Error::config(format!(
+            "{bad_imm} SENDs arrived without immediate {IMM}"
+        )));
     }
     if a.common.verify && bench == Bench::Receiver {
         require(ops > 0, || "verify: no SEND arrived".into())?;

@@ -89,6 +89,8 @@ pub struct SendBatch<'a> {
     wrs: Box<[sys::ibv_send_wr]>,
     sges: Box<[sys::ibv_sge]>,
     base_flags: u32,
+    mr_start: u64,
+    mr_end: u64,
     qp: &'a QueuePair,
     _mr: PhantomData<&'a MemoryRegion>,
     _ah: PhantomData<&'a AddressHandle>,
@@ -186,10 +188,13 @@ impl<'a> SendBatch<'a> {
             wrs[i].next = next;
         }
         // Moving the boxes into the struct does not move their heap contents: the pointers hold.
+        let mr_start = mr.addr() as u64;
         Ok(SendBatch {
             wrs,
             sges,
             base_flags,
+            mr_start,
+            mr_end: mr_start + mr.len() as u64,
             qp,
             _mr: PhantomData,
             _ah: PhantomData,
@@ -231,6 +236,18 @@ impl<'a> SendBatch<'a> {
         self.wrs[i].wr.ud.remote_qpn = remote_qpn;
     }
 
+    /// Points WR `i`'s SGE at another local address in the same MR (same length).
+    pub fn set_local_addr(&mut self, i: usize, addr: u64) -> Result<()> {
+        let len = u64::from(self.sges[i].length);
+        if addr < self.mr_start || addr + len > self.mr_end {
+            return Err(Error::config(format!(
+                "local address {addr:#x} (+{len}) is outside the MR"
+            )));
+        }
+        self.sges[i].addr = addr;
+        Ok(())
+    }
+
     /// The SGE of WR `i` (local address and length).
     pub fn local_addr(&self, i: usize) -> u64 {
         self.sges[i].addr
@@ -243,6 +260,20 @@ impl<'a> SendBatch<'a> {
         // SAFETY: the WRs, their SGEs, the MR, the AH and the QP are all alive for 'a (borrowed);
         // the chain is NULL-terminated; the provider copies WRs before returning.
         let rc = unsafe { sys::shim_post_send(self.qp.as_raw(), self.wrs.as_mut_ptr(), &mut bad) };
+        if rc != 0 {
+            return Err(Error::verb("ibv_post_send", rc));
+        }
+        Ok(())
+    }
+
+    /// Posts WR `i` alone (one doorbell for one WR), as rw-allsig's window does.
+    #[inline(always)]
+    pub fn post_one(&mut self, i: usize) -> Result<()> {
+        let saved = std::mem::replace(&mut self.wrs[i].next, std::ptr::null_mut());
+        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: as in `post`; WR `i` is NULL-terminated for this call.
+        let rc = unsafe { sys::shim_post_send(self.qp.as_raw(), &mut self.wrs[i], &mut bad) };
+        self.wrs[i].next = saved;
         if rc != 0 {
             return Err(Error::verb("ibv_post_send", rc));
         }

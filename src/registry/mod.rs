@@ -226,8 +226,15 @@ impl Registry {
 
     /// Waits until `name` is marked ready, by the run `expect_run` if given (markers of other runs,
     /// e.g. a killed earlier one, are ignored); returns the marking run's id.
-    pub fn wait_ready(&self, name: &str, opts: WaitOptions, expect_run: Option<u64>) -> Result<u64> {
-        self.wait(&format!("{name} (ready)"), opts, |r| r.ready_run(name, expect_run))
+    pub fn wait_ready(
+        &self,
+        name: &str,
+        opts: WaitOptions,
+        expect_run: Option<u64>,
+    ) -> Result<u64> {
+        self.wait(&format!("{name} (ready)"), opts, |r| {
+            r.ready_run(name, expect_run)
+        })
     }
 
     /// Whether `name` is marked ready (by `expect_run`, if given) right now.

@@ -82,9 +82,22 @@ mod tests {
 
     #[test]
     fn builds_flat_objects_with_escapes() {
-        let o = JsonObject::new().str("bench", "rw-\"tput\"").int("ops", 12).num("mops", 0.5).bool("summary", true);
-        assert_eq!(o.finish(), r#"{"bench":"rw-\"tput\"","ops":12,"mops":0.5,"summary":true}"#);
-        assert_eq!(JsonObject::new().num("x", f64::NAN).finish(), r#"{"x":null}"#);
-        assert_eq!(JsonObject::new().str("s", "a\nb").finish(), r#"{"s":"a\u000ab"}"#);
+        let o = JsonObject::new()
+            .str("bench", "rw-\"tput\"")
+            .int("ops", 12)
+            .num("mops", 0.5)
+            .bool("summary", true);
+        assert_eq!(
+            o.finish(),
+            r#"{"bench":"rw-\"tput\"","ops":12,"mops":0.5,"summary":true}"#
+        );
+        assert_eq!(
+            JsonObject::new().num("x", f64::NAN).finish(),
+            r#"{"x":null}"#
+        );
+        assert_eq!(
+            JsonObject::new().str("s", "a\nb").finish(),
+            r#"{"s":"a\u000ab"}"#
+        );
     }
 }

@@ -38,7 +38,10 @@ mod tests {
     fn percentiles_index_like_the_original() {
         let mut s: Vec<f64> = (1..=100).rev().map(f64::from).collect();
         let l = LatencySummary::from_samples(&mut s).unwrap();
-        assert_eq!((l.samples, l.average_us, l.median_us, l.p99_us), (100, 50.5, 51.0, 100.0));
+        assert_eq!(
+            (l.samples, l.average_us, l.median_us, l.p99_us),
+            (100, 50.5, 51.0, 100.0)
+        );
         assert!(LatencySummary::from_samples(&mut []).is_none());
     }
 }

@@ -29,7 +29,10 @@ pub struct Counters {
 impl Counters {
     /// Counters for `threads` workers.
     pub fn new(threads: usize) -> Arc<Counters> {
-        Arc::new(Counters { epoch: Instant::now(), slots: (0..threads).map(|_| Slot::default()).collect() })
+        Arc::new(Counters {
+            epoch: Instant::now(),
+            slots: (0..threads).map(|_| Slot::default()).collect(),
+        })
     }
     /// Marks thread `t` as started now (its rate is measured from here).
     pub fn start(&self, t: usize) {
@@ -122,7 +125,12 @@ impl Reporter {
     /// A reporter over `counters`.
     pub fn new(info: RunInfo, counters: Arc<Counters>) -> Reporter {
         let n = counters.len();
-        Reporter { info, counters, last_ops: vec![0; n], last_t: vec![0.0; n] }
+        Reporter {
+            info,
+            counters,
+            last_ops: vec![0; n],
+            last_t: vec![0.0; n],
+        }
     }
 
     fn json_base(&self) -> JsonObject {
@@ -139,9 +147,15 @@ impl Reporter {
         let now = self.counters.now();
         let mut out = String::new();
         for t in 0..self.counters.len() {
-            let Some(started) = self.counters.started_at(t) else { continue };
+            let Some(started) = self.counters.started_at(t) else {
+                continue;
+            };
             let ops = self.counters.get(t);
-            let since = if self.last_t[t] > 0.0 { self.last_t[t] } else { started };
+            let since = if self.last_t[t] > 0.0 {
+                self.last_t[t]
+            } else {
+                started
+            };
             let dt = now - since;
             if dt <= 0.0 {
                 continue;
@@ -150,7 +164,11 @@ impl Reporter {
             let id = self.info.first_id + t;
             out.push_str(&format!("main: {} {id}: {rate:.2} IOPS\n", self.info.role));
             if self.info.json {
-                let o = self.json_base().int("thread", id as u64).num("elapsed_s", now - started).int("ops", ops);
+                let o = self
+                    .json_base()
+                    .int("thread", id as u64)
+                    .num("elapsed_s", now - started)
+                    .int("ops", ops);
                 out.push_str(&o.num("mops", rate / 1e6).finish());
                 out.push('\n');
             }
@@ -165,9 +183,15 @@ impl Reporter {
     /// The final line (`main: Total throughput = X Mops`) and JSON summary.
     pub fn finish(&mut self) -> Summary {
         let now = self.counters.now();
-        let mut s = Summary { ops: 0, mops: 0.0, elapsed_s: 0.0 };
+        let mut s = Summary {
+            ops: 0,
+            mops: 0.0,
+            elapsed_s: 0.0,
+        };
         for t in 0..self.counters.len() {
-            let Some(started) = self.counters.started_at(t) else { continue };
+            let Some(started) = self.counters.started_at(t) else {
+                continue;
+            };
             let ops = self.counters.get(t);
             let secs = self.counters.stopped_at(t).unwrap_or(now) - started;
             s.ops += ops;
@@ -178,7 +202,8 @@ impl Reporter {
         }
         println!("main: Total throughput = {:.4} Mops", s.mops);
         if self.info.json {
-            let o = self.json_base()
+            let o = self
+                .json_base()
                 .bool("summary", true)
                 .int("threads", self.counters.len() as u64)
                 .num("elapsed_s", s.elapsed_s)

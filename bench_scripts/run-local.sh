@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs both roles of one benchmark on this host for --duration seconds (default 3) and prints
+# their output ([server]/[client] prefixed) ending with the summary; through softroce.sh when the
+# host has no ACTIVE RDMA port.
+#
+#   bench_scripts/run-local.sh rw-tput-sender --size 32 --postlist 16 --do-read 1 [--duration 5]
+#
+# Both processes get the same flags (the client also --is-client 1); a private memcached on a
+# free loopback port is the registry. The passive side outlives the active one and leaves when
+# the active side says it is done.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+[ $# -ge 1 ] || { usage >&2; exit 2; }
+case $1 in -h | --help) usage; exit 0 ;; esac
+bench=$1; shift
+case $bench in
+  rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability) ;;
+  *) echo "run-local.sh: unknown benchmark '$bench'" >&2; exit 2 ;;
+esac
+
+has_active_port() { grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state; }
+if ! has_active_port; then
+  exec "$here/softroce.sh" run --timeout "${RUN_LOCAL_TIMEOUT:-600}" -- "$0" "$bench" "$@"
+fi
+
+bin=${RDMA_BENCH_BIN_DIR:-$root/target/release}/$bench
+[ -x "$bin" ] || { echo "run-local.sh: $bin not built (cargo build --release)" >&2; exit 1; }
+command -v memcached >/dev/null || { echo "run-local.sh: memcached not installed (bench_scripts/softroce.sh setup)" >&2; exit 1; }
+
+# --duration D (or --duration=D) among the flags: the active side runs D seconds.
+duration=3
+args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --duration) duration=$2; shift 2 ;;
+    --duration=*) duration=${1#*=}; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+dev_args=()
+[ -n "${RDMA_BENCH_DEVICE:-}" ] && dev_args+=(--device "$RDMA_BENCH_DEVICE")
+[ -n "${RDMA_BENCH_GID_INDEX:-}" ] && dev_args+=(--gid-index "$RDMA_BENCH_GID_INDEX")
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
+memcached -l 127.0.0.1 -p "$port" -U 0 "${mc_user[@]}" &
+mc=$!
+pids=()
+cleanup() { kill "${pids[@]}" "$mc" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap cleanup EXIT
+trap 'kill -INT "${pids[@]}" 2>/dev/null || true' INT TERM
+for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+
+# Who counts: the passive side runs longer and leaves on the active side's "done".
+case $bench in
+  rw-tput-receiver | ud-sender | ud-receiver) server_d=$duration; client_d=$duration ;;
+  *) server_d=$duration; client_d=$(python3 -c "print($duration + 30)") ;;
+esac
+[ "$bench" = rw-tput-receiver ] && { server_d=$(python3 -c "print($duration + 30)"); client_d=$duration; }
+
+common=(--registry "127.0.0.1:$port" "${dev_args[@]}")
+"$bin" "${args[@]}" "${common[@]}" --duration "$server_d" > >(sed -u 's/^/[server] /') 2> >(sed -u 's/^/[server] /' >&2) &
+pids+=($!)
+"$bin" "${args[@]}" "${common[@]}" --is-client 1 --duration "$client_d" > >(sed -u 's/^/[client] /') 2> >(sed -u 's/^/[client] /' >&2) &
+pids+=($!)
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+exit $rc
