@@ -118,3 +118,45 @@ pub fn fill_byte(active: bool, gid: usize) -> u8 {
 pub fn port_index_for(common: &CommonArgs, dual_port: bool, gid: usize) -> usize {
     common.port_index + if dual_port { gid % 2 } else { 0 }
 }
+
+/// Who runs where: the original's thread/role/machine flags, shared by the benchmarks.
+#[derive(Args, Debug, Clone)]
+pub struct Topology {
+    /// Threads in this process (one QP each)
+    #[arg(long, alias = "num_threads", default_value_t = 1)]
+    pub num_threads: usize,
+    /// 1: alternate threads between two ports
+    #[arg(long, alias = "dual_port", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub dual_port: bool,
+    /// 1: this process runs the client threads
+    #[arg(long, alias = "is_client", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub is_client: bool,
+    /// Client machine index (client global ids are machine-id × num-threads + t)
+    #[arg(long, alias = "machine_id", default_value_t = 0)]
+    pub machine_id: usize,
+}
+
+impl Topology {
+    /// Global id of this process's thread 0.
+    pub fn first_id(&self) -> usize {
+        if self.is_client {
+            self.machine_id * self.num_threads
+        } else {
+            0
+        }
+    }
+    /// "Client" or "Server", as the report lines say.
+    pub fn role_name(&self) -> &'static str {
+        if self.is_client {
+            "Client"
+        } else {
+            "Server"
+        }
+    }
+    /// Checks the thread count.
+    pub fn check(&self) -> Result<()> {
+        require(self.num_threads >= 1, || {
+            "num-threads must be at least 1".into()
+        })
+    }
+}

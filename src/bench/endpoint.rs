@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use super::common::CommonArgs;
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, stop_requested, PollTimeout};
+use crate::hot::{poll_one, stop_requested, PollTimeout, SendBatch, UnsignaledCounter};
 use crate::mem::HugeBuffer;
 use crate::registry::{Entry, Registry, WaitOptions};
+use crate::stats::Counters;
 use crate::verbs::{
     Access, AddressHandle, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpInfo,
     QpType, QueuePair,
@@ -161,6 +162,29 @@ pub fn idle_until_peer_done(reg: &Registry, peer: &str, run: u64) -> Result<()> 
         std::thread::sleep(Duration::from_millis(200));
     }
     Ok(())
+}
+
+/// The throughput loop every selectively-signaled sender runs: post the batch until stopped,
+/// publishing the running count for the reporter, then reap the last signaled completion.
+pub fn selective_loop(
+    ep: &Endpoint,
+    batch: &mut SendBatch<'_>,
+    unsig_batch: u32,
+    t: usize,
+    counters: &Counters,
+) -> Result<()> {
+    let mut counter = UnsignaledCounter::new(unsig_batch);
+    let timeout = PollTimeout::default();
+    let per_post = batch.len() as u64;
+    let mut ops = 0u64;
+    counters.start(t);
+    while !stop_requested() {
+        batch.post_selective(&mut counter, timeout)?;
+        ops += per_post;
+        counters.set(t, ops);
+    }
+    counters.stop(t);
+    drain_signaled(ep, counter.posted())
 }
 
 /// Reaps the one outstanding signaled completion a selectively-signaled loop leaves behind.

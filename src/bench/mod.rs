@@ -2,6 +2,7 @@
 //! `Args` struct and a `run(args)`; the pieces they share live in `common`, `endpoint` and `runner`.
 
 pub mod common;
+mod connected;
 pub mod endpoint;
 pub mod runner;
 

@@ -4,12 +4,10 @@
 
 use clap::Parser;
 
-use super::common::{check_inline, flag01, require, CommonArgs};
-use super::runner::{run_threads, Role};
-use super::rw_tput::{connect_pair, finish_active, passive, verify_slots, Pair, PairSpec};
+use super::common::{check_inline, fill_byte, flag01, require, CommonArgs, Topology};
+use super::connected::{finish_active, run_connected, verify_slots, Connected};
 use crate::error::Result;
-use crate::hot::{poll_one, stop_requested, Op, PollTimeout, Remote, SendBatch, SendSpec};
-use crate::stats::RunInfo;
+use crate::hot::{poll_one, stop_requested, Op, PollTimeout, SendBatch, SendSpec};
 
 /// Local slot of WR `i` of the window: `i × 64`, so READ responses of a window never overlap.
 const SLOT: usize = 64;
@@ -22,21 +20,12 @@ const SLOT: usize = 64;
     about = "WQE-cache-miss test (ATC'16 rdma_bench): windows of singly-posted WRs, last one signaled"
 )]
 pub struct Args {
-    /// Threads in this process (one QP each)
-    #[arg(long, alias = "num_threads", default_value_t = 1)]
-    pub num_threads: usize,
-    /// 1: alternate threads between two ports
-    #[arg(long, alias = "dual_port", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
-    pub dual_port: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub topo: Topology,
     /// 1: unreliable connected transport (WRITEs only)
     #[arg(long, alias = "use_uc", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub use_uc: bool,
-    /// 1: this process runs the (passive) client threads
-    #[arg(long, alias = "is_client", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
-    pub is_client: bool,
-    /// Client machine index
-    #[arg(long, alias = "machine_id", default_value_t = 0)]
-    pub machine_id: usize,
     /// Bytes per READ/WRITE (at most 64: window slots are 64 bytes apart)
     #[arg(long, default_value_t = 8)]
     pub size: u64,
@@ -63,7 +52,7 @@ pub struct Args {
 /// The checks that refuse a run before anything is made.
 pub fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
-    require(a.num_threads >= 1, || {
+    require(a.topo.num_threads >= 1, || {
         "num-threads must be at least 1".into()
     })?;
     require((1..=SLOT as u64).contains(&a.size), || {
@@ -95,54 +84,22 @@ pub fn validate(a: &Args) -> Result<()> {
 /// Runs rw-allsig.
 pub fn run(a: Args) -> Result<()> {
     validate(&a)?;
-    let active = !a.is_client;
-    let first_id = if a.is_client {
-        a.machine_id * a.num_threads
-    } else {
-        0
-    };
-    let info = RunInfo {
+    let c = Connected {
         bench: "rw-allsig",
-        role: if a.is_client { "Client" } else { "Server" },
-        op: if a.do_read { "READ" } else { "WRITE" },
+        topo: &a.topo,
+        common: &a.common,
+        active: !a.topo.is_client,
+        use_uc: a.use_uc,
+        do_read: a.do_read,
         size: a.size,
         postlist: 1,
-        first_id,
-        json: a.common.json,
+        queue_depth: a.queue_depth,
+        max_inline: a.max_inline,
+        buf_size: a.buf_size,
+        written_slots: (1, 0), // every WRITE of a window lands on the same remote bytes
     };
-    println!("main: Using {} threads", a.num_threads);
-    let role = if active {
-        Role::Counting
-    } else {
-        Role::Passive
-    };
-    run_threads(info, role, a.num_threads, &a.common, |t, counters| {
-        let gid = first_id + t;
-        let spec = PairSpec {
-            is_client: a.is_client,
-            active,
-            use_uc: a.use_uc,
-            dual_port: a.dual_port,
-            queue_depth: a.queue_depth,
-            max_inline: a.max_inline,
-            buf_size: a.buf_size,
-        };
-        let pair = connect_pair(&a.common, &spec, gid)?;
-        if !active {
-            return passive(
-                &pair,
-                &a.common,
-                (!a.do_read).then_some((1, a.size, 0)),
-                gid,
-            );
-        }
-        let Pair {
-            ep,
-            reg,
-            remote,
-            me,
-            ..
-        } = &pair;
+    run_connected(&c, |pair, gid, t, counters| {
+        let ep = &pair.ep;
         let send = SendSpec {
             op: if a.do_read { Op::Read } else { Op::Write },
             postlist: a.window as usize,
@@ -152,12 +109,7 @@ pub fn run(a: Args) -> Result<()> {
             remote_offset: 0,
             inline: !a.do_read,
         };
-        let r = Remote {
-            addr: remote.info.buf_addr,
-            rkey: remote.info.rkey,
-            len: remote.info.buf_size,
-        };
-        let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(r))?;
+        let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(pair.remote_buf()))?;
         for i in 0..batch.len() {
             // …and reads into its own 64-byte local slot.
             batch.set_local_addr(i, ep.mr.addr() as u64 + (i * SLOT) as u64)?;
@@ -177,16 +129,8 @@ pub fn run(a: Args) -> Result<()> {
         }
         counters.stop(t);
         if a.common.verify && a.do_read {
-            verify_slots(
-                ep,
-                batch.len(),
-                a.size,
-                SLOT,
-                super::common::fill_byte(false, gid),
-                "READ",
-            )?;
+            verify_slots(ep, batch.len(), a.size, SLOT, fill_byte(false, gid), "READ")?;
         }
-        finish_active(reg, me)
-    })?;
-    Ok(())
+        finish_active(&pair.reg, &pair.me)
+    })
 }

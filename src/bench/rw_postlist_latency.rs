@@ -7,14 +7,11 @@ use std::time::Instant;
 use clap::Parser;
 
 use super::common::{fill_byte, slot_stride, CommonArgs};
-use super::runner::{run_threads, Role};
-use super::rw_tput::{
-    connect_pair, finish_active, passive, validate as validate_rw, verify_slots, Pair, PairSpec,
-    RwFlags,
-};
+use super::connected::{finish_active, run_connected, verify_slots};
+use super::rw_tput::{validate as validate_rw, RwFlags};
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, stop_requested, Op, PollTimeout, Remote, SendBatch, SendSpec};
-use crate::stats::{JsonObject, LatencySummary, RunInfo};
+use crate::hot::{poll_one, stop_requested, PollTimeout, SendBatch};
+use crate::stats::{JsonObject, LatencySummary};
 
 /// rw-postlist-latency's command line: rw-tput's flags plus the sample count.
 #[derive(Parser, Debug, Clone)]
@@ -45,70 +42,17 @@ pub fn run(a: Args) -> Result<()> {
     if a.samples == 0 {
         return Err(Error::config("samples must be at least 1"));
     }
-    let active = !f.is_client;
-    let first_id = if f.is_client {
-        f.machine_id * f.num_threads
-    } else {
-        0
-    };
-    let info = RunInfo {
-        bench: "rw-postlist-latency",
-        role: if f.is_client { "Client" } else { "Server" },
-        op: if f.do_read { "READ" } else { "WRITE" },
-        size: f.size,
-        postlist: u64::from(f.postlist),
-        first_id,
-        json: a.common.json,
-    };
-    println!("main: Using {} threads", f.num_threads);
-    let role = if active {
-        Role::Counting
-    } else {
-        Role::Passive
-    };
-    run_threads(info, role, f.num_threads, &a.common, |t, counters| {
-        let gid = first_id + t;
-        let spec = PairSpec {
-            is_client: f.is_client,
-            active,
-            use_uc: f.use_uc,
-            dual_port: f.dual_port,
-            queue_depth: f.queue_depth,
-            max_inline: f.max_inline,
-            buf_size: a.buf_size,
-        };
-        let pair = connect_pair(&a.common, &spec, gid)?;
-        let stride = slot_stride(f.size);
-        if !active {
-            return passive(
-                &pair,
-                &a.common,
-                (!f.do_read).then_some((f.postlist as usize, f.size, stride)),
-                gid,
-            );
-        }
-        let Pair {
-            ep,
-            reg,
-            remote,
-            me,
-            ..
-        } = &pair;
-        let send = SendSpec {
-            op: if f.do_read { Op::Read } else { Op::Write },
-            postlist: f.postlist as usize,
-            size: f.size as u32,
-            stride,
-            local_offset: 0,
-            remote_offset: 0,
-            inline: !f.do_read,
-        };
-        let r = Remote {
-            addr: remote.info.buf_addr,
-            rkey: remote.info.rkey,
-            len: remote.info.buf_size,
-        };
-        let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(r))?;
+    let stride = slot_stride(f.size);
+    let c = f.connected(
+        "rw-postlist-latency",
+        &a.common,
+        !f.topo.is_client,
+        a.buf_size,
+    );
+    run_connected(&c, |pair, gid, t, counters| {
+        let ep = &pair.ep;
+        let send = f.send_spec();
+        let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(pair.remote_buf()))?;
         let last = batch.len() - 1;
         batch.set_signaled(last, true);
         let timeout = PollTimeout::default();
@@ -136,24 +80,27 @@ pub fn run(a: Args) -> Result<()> {
             )?;
         }
         if let Some(l) = LatencySummary::from_samples(&mut samples_us) {
-            println!(
-                "main: Server {gid}: Average latency = {:.2}us, median = {:.2}us, 99th = {:.2}us ({} samples)",
-                l.average_us, l.median_us, l.p99_us, l.samples
-            );
-            if a.common.json {
-                let o = JsonObject::new()
-                    .str("bench", "rw-postlist-latency")
-                    .str("role", "server")
-                    .int("thread", gid as u64)
-                    .bool("latency", true)
-                    .int("samples", l.samples as u64)
-                    .num("average_us", l.average_us)
-                    .num("median_us", l.median_us)
-                    .num("p99_us", l.p99_us);
-                println!("{}", o.finish());
-            }
+            report_latency(&l, gid, a.common.json);
         }
-        finish_active(reg, me)
-    })?;
-    Ok(())
+        finish_active(&pair.reg, &pair.me)
+    })
+}
+
+fn report_latency(l: &LatencySummary, gid: usize, json: bool) {
+    println!(
+        "main: Server {gid}: Average latency = {:.2}us, median = {:.2}us, 99th = {:.2}us ({} samples)",
+        l.average_us, l.median_us, l.p99_us, l.samples
+    );
+    if json {
+        let o = JsonObject::new()
+            .str("bench", "rw-postlist-latency")
+            .str("role", "server")
+            .int("thread", gid as u64)
+            .bool("latency", true)
+            .int("samples", l.samples as u64)
+            .num("average_us", l.average_us)
+            .num("median_us", l.median_us)
+            .num("p99_us", l.p99_us);
+        println!("{}", o.finish());
+    }
 }

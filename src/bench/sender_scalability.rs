@@ -8,9 +8,9 @@ use clap::Parser;
 use super::common::{
     check_inline, fill_byte, flag01, port_index_for, require, slot_stride, CommonArgs,
 };
+use super::connected::finish_active;
 use super::endpoint::{connect_through, idle_until_peer_done, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
-use super::rw_tput::finish_active;
 use crate::error::{Error, Result};
 use crate::hot::{
     check_batching, poll_one, stop_requested, Op, PollTimeout, Remote, SendBatch, SendSpec,

@@ -8,14 +8,11 @@
 
 use clap::Parser;
 
-use super::common::{check_inline, fill_byte, flag01, port_index_for, require, CommonArgs};
-use super::endpoint::{drain_signaled, find_ud_peer, publish_done, Endpoint, EndpointSpec};
+use super::common::{check_inline, fill_byte, port_index_for, require, CommonArgs, Topology};
+use super::endpoint::{find_ud_peer, publish_done, selective_loop, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
 use crate::error::{Error, Result};
-use crate::hot::{
-    check_batching, stop_requested, Op, PollTimeout, RecvBatch, SendBatch, SendSpec,
-    UnsignaledCounter, GRH_BYTES,
-};
+use crate::hot::{check_batching, stop_requested, Op, RecvBatch, SendBatch, SendSpec, GRH_BYTES};
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::{AddressHandle, QpType, WorkCompletion};
@@ -28,18 +25,9 @@ const LULL_POLLS: u32 = 4096;
 /// Flags of ud-sender and ud-receiver.
 #[derive(Parser, Debug, Clone)]
 pub struct UdArgs {
-    /// Threads in this process (one UD QP each)
-    #[arg(long, alias = "num_threads", default_value_t = 1)]
-    pub num_threads: usize,
-    /// 1: alternate threads between two ports
-    #[arg(long, alias = "dual_port", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
-    pub dual_port: bool,
-    /// 1: this process runs the client threads
-    #[arg(long, alias = "is_client", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
-    pub is_client: bool,
-    /// Client machine index (client global ids are machine-id × num-threads + t)
-    #[arg(long, alias = "machine_id", default_value_t = 0)]
-    pub machine_id: usize,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub topo: Topology,
     /// Bytes per SEND (inlined)
     #[arg(long, default_value_t = 32)]
     pub size: u64,
@@ -114,7 +102,7 @@ pub fn run_receiver(a: ReceiverArgs) -> Result<()> {
 /// The checks that refuse a run before anything is made.
 pub fn validate(a: &UdArgs, sending: bool) -> Result<()> {
     a.common.check()?;
-    require(a.num_threads >= 1, || {
+    require(a.topo.num_threads >= 1, || {
         "num-threads must be at least 1".into()
     })?;
     require(a.num_clients >= 1, || {
@@ -144,31 +132,27 @@ pub fn validate(a: &UdArgs, sending: bool) -> Result<()> {
 
 fn run(bench: Bench, a: &UdArgs) -> Result<()> {
     // ud-sender: servers send; ud-receiver: clients send.
-    let sending = a.is_client == (bench == Bench::Receiver);
+    let sending = a.topo.is_client == (bench == Bench::Receiver);
     validate(a, sending)?;
-    let first_id = if a.is_client {
-        a.machine_id * a.num_threads
-    } else {
-        0
-    };
+    let first_id = a.topo.first_id();
     let info = RunInfo {
         bench: if bench == Bench::Sender {
             "ud-sender"
         } else {
             "ud-receiver"
         },
-        role: if a.is_client { "Client" } else { "Server" },
+        role: a.topo.role_name(),
         op: if sending { "SEND" } else { "RECV" },
         size: a.size,
         postlist: u64::from(a.postlist),
         first_id,
         json: a.common.json,
     };
-    println!("main: Using {} threads", a.num_threads);
+    println!("main: Using {} threads", a.topo.num_threads);
     run_threads(
         info,
         Role::Counting,
-        a.num_threads,
+        a.topo.num_threads,
         &a.common,
         |t, counters| {
             let gid = first_id + t;
@@ -180,16 +164,20 @@ fn run(bench: Bench, a: &UdArgs) -> Result<()> {
                 buf_size: 4096,
                 fill: fill_byte(sending, gid),
             };
-            let ep = Endpoint::new(&a.common, port_index_for(&a.common, a.dual_port, gid), spec)?;
+            let ep = Endpoint::new(
+                &a.common,
+                port_index_for(&a.common, a.topo.dual_port, gid),
+                spec,
+            )?;
             let reg = Registry::connect(a.common.registry.as_deref())?;
             let peers: Vec<String> = match (bench, sending) {
                 (Bench::Sender, true) => {
                     (0..a.num_clients).map(|c| format!("client-{c}")).collect()
                 }
-                (Bench::Receiver, true) => vec![format!("server-{}", gid % a.num_threads)],
+                (Bench::Receiver, true) => vec![format!("server-{}", gid % a.topo.num_threads)],
                 _ => vec![],
             };
-            let me = if a.is_client {
+            let me = if a.topo.is_client {
                 format!("client-{gid}")
             } else {
                 format!("server-{gid}")
@@ -240,18 +228,7 @@ fn send_loop(
         let (ah, qpn) = &dests[i % dests.len()];
         batch.set_ud_dest(i, ah, *qpn);
     }
-    let mut counter = UnsignaledCounter::new(a.unsig_batch);
-    let timeout = PollTimeout::default();
-    let postlist = u64::from(a.postlist);
-    let mut ops = 0u64;
-    counters.start(t);
-    while !stop_requested() {
-        batch.post_selective(&mut counter, timeout)?;
-        ops += postlist;
-        counters.set(t, ops);
-    }
-    counters.stop(t);
-    drain_signaled(ep, counter.posted())?;
+    selective_loop(ep, &mut batch, a.unsig_batch, t, counters)?;
     publish_done(reg, me)
 }
 

@@ -1,0 +1,166 @@
+//! What the connected (RC/UC, one QP per thread pair) benchmarks share: server thread `i` meets
+//! client thread `i` through the registry; one side posts, the other is a passive target that
+//! leaves when the active side says it is done and, with `--verify`, checks the WRITEs it received.
+
+use super::common::{fill_byte, port_index_for, CommonArgs, Topology};
+use super::endpoint::{
+    connect_through, idle_until_peer_done, publish_done, Endpoint, EndpointSpec,
+};
+use super::runner::{run_threads, Role};
+use crate::error::{Error, Result};
+use crate::hot::Remote;
+use crate::registry::Registry;
+use crate::stats::{Counters, RunInfo};
+use crate::verbs::QpType;
+
+/// One connected benchmark run, as far as the shared part needs to know it.
+pub(crate) struct Connected<'a> {
+    pub bench: &'static str,
+    pub topo: &'a Topology,
+    pub common: &'a CommonArgs,
+    /// Whether this process's threads post (else they are targets).
+    pub active: bool,
+    pub use_uc: bool,
+    pub do_read: bool,
+    pub size: u64,
+    pub postlist: u32,
+    pub queue_depth: u32,
+    pub max_inline: u32,
+    pub buf_size: usize,
+    /// Slots (count, stride) the passive side checks after WRITEs with --verify.
+    pub written_slots: (usize, usize),
+}
+
+/// Runs the threads: connect each pair, then `active_body(pair, gid, t, counters)` on the active
+/// side, or wait-and-verify on the passive side.
+pub(crate) fn run_connected<F>(c: &Connected<'_>, active_body: F) -> Result<()>
+where
+    F: Fn(&Pair, usize, usize, &Counters) -> Result<()> + Sync,
+{
+    let first_id = c.topo.first_id();
+    let info = RunInfo {
+        bench: c.bench,
+        role: c.topo.role_name(),
+        op: if c.do_read { "READ" } else { "WRITE" },
+        size: c.size,
+        postlist: u64::from(c.postlist),
+        first_id,
+        json: c.common.json,
+    };
+    println!("main: Using {} threads", c.topo.num_threads);
+    let role = if c.active {
+        Role::Counting
+    } else {
+        Role::Passive
+    };
+    run_threads(info, role, c.topo.num_threads, c.common, |t, counters| {
+        let gid = first_id + t;
+        let pair = connect_pair(c, gid)?;
+        if c.active {
+            return active_body(&pair, gid, t, counters);
+        }
+        idle_until_peer_done(&pair.reg, &pair.peer, pair.remote.run_id)?;
+        if c.common.verify && !c.do_read {
+            let (slots, stride) = c.written_slots;
+            verify_slots(
+                &pair.ep,
+                slots,
+                c.size,
+                stride,
+                fill_byte(true, gid),
+                "WRITE",
+            )
+            .map_err(|e| {
+                Error::config(format!(
+                    "{e} (do both sides run with the same --size and --postlist/--window?)"
+                ))
+            })?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// A connected RC/UC pair endpoint: this thread's side and what it knows of the peer.
+pub(crate) struct Pair {
+    pub ep: Endpoint,
+    pub reg: Registry,
+    pub remote: crate::registry::Entry,
+    pub me: String,
+    pub peer: String,
+}
+
+/// Makes thread `gid`'s endpoint and connects it to its namesake on the other side
+/// (`server-<gid>` ↔ `client-<gid>`).
+fn connect_pair(s: &Connected<'_>, gid: usize) -> Result<Pair> {
+    let common = s.common;
+    let spec = EndpointSpec {
+        qp_type: if s.use_uc { QpType::Uc } else { QpType::Rc },
+        queue_depth: s.queue_depth,
+        recv_depth: 1,
+        max_inline: s.max_inline,
+        buf_size: s.buf_size,
+        fill: fill_byte(s.active, gid),
+    };
+    let ep = Endpoint::new(common, port_index_for(common, s.topo.dual_port, gid), spec)?;
+    let reg = Registry::connect(common.registry.as_deref())?;
+    let (me, peer) = if s.topo.is_client {
+        (format!("client-{gid}"), format!("server-{gid}"))
+    } else {
+        (format!("server-{gid}"), format!("client-{gid}"))
+    };
+    let remote = connect_through(&reg, &ep.qp, Some(&ep.mr), &me, &peer, common)?;
+    println!(
+        "main: {} {gid} connected to {peer}",
+        if s.topo.is_client { "Client" } else { "Server" }
+    );
+    Ok(Pair {
+        ep,
+        reg,
+        remote,
+        me,
+        peer,
+    })
+}
+
+impl Pair {
+    /// The peer's buffer, as the target of a batch.
+    pub fn remote_buf(&self) -> Remote {
+        Remote {
+            addr: self.remote.info.buf_addr,
+            rkey: self.remote.info.rkey,
+            len: self.remote.info.buf_size,
+        }
+    }
+}
+
+/// Says "done" to the passive peer and gives it a moment to see it before our QP goes away.
+pub(crate) fn finish_active(reg: &Registry, me: &str) -> Result<()> {
+    publish_done(reg, me)?;
+    // Keep the QP until the peer has seen "done" (it may still verify), then leave.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    Ok(())
+}
+
+/// Checks that every slot (`slots` × `size` bytes, `stride` apart) holds `expect`.
+pub(crate) fn verify_slots(
+    ep: &Endpoint,
+    slots: usize,
+    size: u64,
+    stride: usize,
+    expect: u8,
+    what: &str,
+) -> Result<()> {
+    for i in 0..slots {
+        // SAFETY: the peer is done (WRITE) or our last READs completed: nothing writes here now.
+        let got = unsafe { ep.bytes(i * stride, size as usize) };
+        if let Some(pos) = got.iter().position(|&b| b != expect) {
+            return Err(Error::config(format!(
+                "verify: {what} slot {i} byte {pos} is {:#04x}, expected {expect:#04x}",
+                got[pos]
+            )));
+        }
+    }
+    println!("main: verify ok: {slots} {what} slot(s) of {size} bytes hold the peer's data");
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Flag combinations that cannot work are refused before any resource is made: one line naming
+//! the rule, exit code 1 (clap's usage errors exit 2). Host-only: the checks run before a device
+//! is opened, so these pass the same with or without RDMA hardware.
+
+use std::process::Command;
+
+fn refuse(bin: &str, args: &[&str]) -> (i32, String) {
+    let out = Command::new(bin).args(args).output().expect("binary runs");
+    assert!(
+        out.stdout.is_empty(),
+        "refused runs print nothing on stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const SENDER: &str = env!("CARGO_BIN_EXE_rw-tput-sender");
+
+#[test]
+fn write_size_above_the_inline_limit() {
+    assert_eq!(
+        refuse(SENDER, &["--size", "100"]),
+        (1, "rw-tput-sender: size 100 is above the inline limit of 60 bytes for inlined WRITEs (see --max-inline)\n".into())
+    );
+    // READs are not inlined: the same size is fine as far as the checks go (it then needs a device).
+    let ud = env!("CARGO_BIN_EXE_ud-sender");
+    assert_eq!(
+        refuse(ud, &["--size", "61"]),
+        (1, "ud-sender: size 61 is above the inline limit of 60 bytes for inlined SENDs (see --max-inline)\n".into())
+    );
+}
+
+#[test]
+fn postlist_above_unsig_batch() {
+    assert_eq!(
+        refuse(SENDER, &["--postlist", "32", "--unsig-batch", "16"]),
+        (
+            1,
+            "rw-tput-sender: postlist (32) must not exceed unsig_batch (16)\n".into()
+        )
+    );
+}
+
+#[test]
+fn queue_depth_below_twice_unsig_batch() {
+    assert_eq!(
+        refuse(
+            env!("CARGO_BIN_EXE_rw-tput-receiver"),
+            &["--is-client", "1", "--queue-depth", "100"]
+        ),
+        (
+            1,
+            "rw-tput-receiver: queue depth (100) must be at least 2 x unsig_batch (128)\n".into()
+        )
+    );
+}
+
+#[test]
+fn window_above_half_the_queue() {
+    assert_eq!(
+        refuse(env!("CARGO_BIN_EXE_rw-allsig"), &["--window", "65"]),
+        (
+            1,
+            "rw-allsig: window (65) must not exceed queue depth / 2 (64)\n".into()
+        )
+    );
+}
+
+#[test]
+fn postlist_above_the_maximum() {
+    assert_eq!(
+        refuse(
+            SENDER,
+            &[
+                "--postlist",
+                "65",
+                "--unsig-batch",
+                "128",
+                "--queue-depth",
+                "256"
+            ]
+        ),
+        (
+            1,
+            "rw-tput-sender: postlist 65 is above the maximum of 64\n".into()
+        )
+    );
+}
+
+#[test]
+fn uc_reads_and_bad_numbers() {
+    assert_eq!(
+        refuse(SENDER, &["--use-uc", "1", "--do-read", "1"]),
+        (
+            1,
+            "rw-tput-sender: UC cannot do READs (--use-uc 1 needs --do-read 0)\n".into()
+        )
+    );
+    assert_eq!(
+        refuse(SENDER, &["--duration", "0"]),
+        (
+            1,
+            "rw-tput-sender: --duration must be a positive number of seconds, not 0\n".into()
+        )
+    );
+    let (code, err) = refuse(SENDER, &["--is-client", "2"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("invalid value '2' for '--is-client <0|1>': '2' is not 0 or 1"),
+        "{err}"
+    );
+    let (code, err) = refuse(SENDER, &["--hugepages", "maybe"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("'maybe' is not a hugepage policy (auto, require or off)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn original_underscore_flags_are_accepted() {
+    // gflags spelled them with underscores; scripts written for the C suite keep working.
+    assert_eq!(
+        refuse(SENDER, &["--num_threads", "1", "--do_read", "0", "--size", "100"]),
+        (1, "rw-tput-sender: size 100 is above the inline limit of 60 bytes for inlined WRITEs (see --max-inline)\n".into())
+    );
+}
+
+#[test]
+fn every_benchmark_explains_itself() {
+    for bin in [
+        SENDER,
+        env!("CARGO_BIN_EXE_rw-tput-receiver"),
+        env!("CARGO_BIN_EXE_ud-sender"),
+        env!("CARGO_BIN_EXE_ud-receiver"),
+        env!("CARGO_BIN_EXE_rw-allsig"),
+        env!("CARGO_BIN_EXE_rw-postlist-latency"),
+        env!("CARGO_BIN_EXE_sender-scalability"),
+    ] {
+        let out = Command::new(bin).arg("--help").output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{bin} --help failed");
+        for flag in [
+            "--duration",
+            "--device",
+            "--port-index",
+            "--gid-index",
+            "--registry",
+            "--hugepages",
+            "--numa-node",
+            "--json",
+            "--is-client",
+            "--size",
+        ] {
+            assert!(help.contains(flag), "{bin} --help lacks {flag}");
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! Every benchmark, both roles, a few seconds at small size on a real device: non-zero throughput
+//! on every counting thread, clean exits, the summary line, a valid JSON summary, and a data check
+//! (--verify). Also: device-dependent refusals, and SIGINT mid-run.
+
+#[path = "common/memcached.rs"]
+mod memcached;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use memcached::Memcached;
+
+const SECS: &str = "3";
+
+fn device_args() -> Vec<String> {
+    let dev = std::env::var("RDMA_BENCH_DEVICE")
+        .expect("RDMA_BENCH_DEVICE is not set: device tests run through bench_scripts/test.sh");
+    let mut v = vec!["--device".to_string(), dev];
+    if let Ok(g) = std::env::var("RDMA_BENCH_GID_INDEX") {
+        v.extend(["--gid-index".to_string(), g]);
+    }
+    v
+}
+
+fn spawn(bin: &str, m: &Memcached, args: &[&str], duration: &str) -> Child {
+    Command::new(bin)
+        .args(args)
+        .args(device_args())
+        .args([
+            "--registry",
+            &m.addr(),
+            "--duration",
+            duration,
+            "--json",
+            "--connect-timeout",
+            "60",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("benchmark binary runs")
+}
+
+fn finish(c: Child, what: &str) -> String {
+    let out: Output = c.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    stdout
+}
+
+/// Runs `bin` as server (`server_args`) and client (`client_args` + --is-client 1); the passive
+/// side gets a longer duration (it leaves on the active side's "done").
+fn run_pair(
+    bin: &str,
+    server_args: &[&str],
+    client_args: &[&str],
+    server_secs: &str,
+    client_secs: &str,
+) -> (String, String) {
+    let m = Memcached::start();
+    let server = spawn(bin, &m, server_args, server_secs);
+    let mut cargs = client_args.to_vec();
+    cargs.extend(["--is-client", "1"]);
+    let client = spawn(bin, &m, &cargs, client_secs);
+    let s = finish(server, "server");
+    let c = finish(client, "client");
+    (s, c)
+}
+
+/// Checks a counting side's output: per-thread IOPS lines for every thread, all non-zero, the
+/// summary line, and a JSON summary with the run's facts. Returns the summary's Mops.
+fn check_counting(out: &str, role: &str, threads: usize, bench: &str, op: &str) -> f64 {
+    for t in 0..threads {
+        let prefix = format!("main: {role} {t}: ");
+        let rates: Vec<f64> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix(&prefix)?.strip_suffix(" IOPS")?.parse().ok())
+            .collect();
+        assert!(!rates.is_empty(), "no rate line for {role} {t}:\n{out}");
+        assert!(
+            rates[0] > 0.0,
+            "{role} {t} measured nothing in its first second:\n{out}"
+        );
+    }
+    let total: f64 = out
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("main: Total throughput = ")?
+                .strip_suffix(" Mops")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no summary line:\n{out}"));
+    assert!(total > 0.0, "zero total:\n{out}");
+    let summary: serde_json::Value = out
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .unwrap_or_else(|e| panic!("bad JSON {l}: {e}"))
+        })
+        .find(|v| v["summary"] == true)
+        .unwrap_or_else(|| panic!("no JSON summary:\n{out}"));
+    assert_eq!(summary["bench"], bench);
+    assert_eq!(summary["op"], op);
+    assert_eq!(summary["threads"], threads as u64);
+    assert!(summary["ops"].as_u64().unwrap() > 0);
+    let mops = summary["mops"].as_f64().unwrap();
+    assert!((mops - total).abs() < 1e-3, "JSON {mops} vs line {total}");
+    for per_thread in out
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    {
+        if per_thread.get("thread").is_some() && per_thread.get("latency").is_none() {
+            for k in [
+                "bench",
+                "role",
+                "thread",
+                "elapsed_s",
+                "ops",
+                "mops",
+                "op",
+                "size",
+                "postlist",
+            ] {
+                assert!(
+                    per_thread.get(k).is_some(),
+                    "per-thread JSON lacks {k}: {per_thread}"
+                );
+            }
+        }
+    }
+    total
+}
+
+fn check_passive(out: &str, bench: &str) {
+    assert!(
+        out.contains(" done"),
+        "passive side did not finish cleanly:\n{out}"
+    );
+    let last = out
+        .lines()
+        .rfind(|l| l.starts_with('{'))
+        .expect("passive JSON summary");
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(
+        (
+            v["bench"].as_str(),
+            v["summary"].as_bool(),
+            v["passive"].as_bool()
+        ),
+        (Some(bench), Some(true), Some(true))
+    );
+}
+
+#[test]
+fn rw_tput_sender_write_two_threads_then_read() {
+    let bin = env!("CARGO_BIN_EXE_rw-tput-sender");
+    let w = [
+        "--num-threads",
+        "2",
+        "--size",
+        "32",
+        "--postlist",
+        "16",
+        "--verify",
+        "1",
+    ];
+    let (s, c) = run_pair(bin, &w, &w, SECS, "60");
+    check_counting(&s, "Server", 2, "rw-tput-sender", "WRITE");
+    check_passive(&c, "rw-tput-sender");
+    assert_eq!(
+        c.matches("main: verify ok: 16 WRITE slot(s) of 32 bytes")
+            .count(),
+        2,
+        "{c}"
+    );
+
+    let r = [
+        "--size",
+        "32",
+        "--postlist",
+        "1",
+        "--do-read",
+        "1",
+        "--verify",
+        "1",
+    ];
+    let (s, c) = run_pair(bin, &r, &r, SECS, "60");
+    check_counting(&s, "Server", 1, "rw-tput-sender", "READ");
+    assert!(
+        s.contains("main: verify ok: 1 READ slot(s) of 32 bytes"),
+        "{s}"
+    );
+    check_passive(&c, "rw-tput-sender");
+}
+
+#[test]
+fn rw_tput_receiver_clients_post() {
+    let bin = env!("CARGO_BIN_EXE_rw-tput-receiver");
+    let a = ["--size", "16", "--postlist", "8", "--verify", "1"];
+    let (s, c) = run_pair(bin, &a, &a, "60", SECS);
+    check_counting(&c, "Client", 1, "rw-tput-receiver", "WRITE");
+    check_passive(&s, "rw-tput-receiver");
+    assert!(
+        s.contains("main: verify ok: 8 WRITE slot(s) of 16 bytes"),
+        "{s}"
+    );
+}
+
+#[test]
+fn ud_sender_and_its_receiving_clients() {
+    let bin = env!("CARGO_BIN_EXE_ud-sender");
+    let a = ["--size", "32", "--postlist", "16"];
+    let (s, c) = run_pair(bin, &a, &a, SECS, SECS);
+    check_counting(&s, "Server", 1, "ud-sender", "SEND");
+    check_counting(&c, "Client", 1, "ud-sender", "RECV");
+}
+
+#[test]
+fn ud_receiver_checks_the_immediate() {
+    let bin = env!("CARGO_BIN_EXE_ud-receiver");
+    let a = ["--size", "32", "--postlist", "16", "--verify", "1"];
+    let (s, c) = run_pair(bin, &a, &a, SECS, SECS);
+    check_counting(&c, "Client", 1, "ud-receiver", "SEND");
+    check_counting(&s, "Server", 1, "ud-receiver", "RECV");
+    assert!(s.contains("SENDs carried immediate 3185"), "{s}");
+}
+
+#[test]
+fn rw_allsig_read_window() {
+    let bin = env!("CARGO_BIN_EXE_rw-allsig");
+    let a = [
+        "--size",
+        "8",
+        "--window",
+        "16",
+        "--do-read",
+        "1",
+        "--verify",
+        "1",
+    ];
+    let (s, c) = run_pair(bin, &a, &a, SECS, "60");
+    check_counting(&s, "Server", 1, "rw-allsig", "READ");
+    assert!(
+        s.contains("main: verify ok: 16 READ slot(s) of 8 bytes"),
+        "{s}"
+    );
+    check_passive(&c, "rw-allsig");
+}
+
+#[test]
+fn rw_postlist_latency_reports_percentiles() {
+    let bin = env!("CARGO_BIN_EXE_rw-postlist-latency");
+    let a = ["--size", "8", "--postlist", "4", "--verify", "1"];
+    let (s, c) = run_pair(bin, &a, &a, SECS, "60");
+    check_counting(&s, "Server", 1, "rw-postlist-latency", "WRITE");
+    check_passive(&c, "rw-postlist-latency");
+    assert!(
+        c.contains("main: verify ok: 4 WRITE slot(s) of 8 bytes"),
+        "{c}"
+    );
+    let lat: serde_json::Value = s
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["latency"] == true)
+        .expect("latency JSON");
+    let (avg, med, p99) = (
+        lat["average_us"].as_f64().unwrap(),
+        lat["median_us"].as_f64().unwrap(),
+        lat["p99_us"].as_f64().unwrap(),
+    );
+    assert!(avg > 0.0 && med > 0.0 && p99 >= med, "{lat}");
+    assert!(s.contains("main: Server 0: Average latency = "), "{s}");
+}
+
+#[test]
+fn sender_scalability_over_four_client_qps() {
+    let bin = env!("CARGO_BIN_EXE_sender-scalability");
+    let a = ["--size", "32", "--num-clients", "4"];
+    let (s, c) = run_pair(bin, &a, &a, SECS, "60");
+    check_counting(&s, "Server", 1, "sender-scalability", "WRITE");
+    check_passive(&c, "sender-scalability");
+}
+
+fn shm_segments() -> usize {
+    std::fs::read_to_string("/proc/sysvipc/shm")
+        .map(|s| s.lines().count().saturating_sub(1))
+        .unwrap_or(0)
+}
+
+#[test]
+fn sigint_mid_run_prints_the_summary_and_leaks_nothing() {
+    let before = shm_segments();
+    let m = Memcached::start();
+    let bin = env!("CARGO_BIN_EXE_rw-tput-sender");
+    let mut server = spawn(bin, &m, &["--size", "32"], "600");
+    let client = spawn(bin, &m, &["--is-client", "1"], "600");
+    // Let it measure for a while (its first rate line proves it is running), then interrupt it.
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(server.try_wait().unwrap().is_none(), "server ended early");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGINT) };
+    let s = finish(server, "interrupted server");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    check_counting(&s, "Server", 1, "rw-tput-sender", "WRITE");
+    let c = finish(client, "client");
+    check_passive(&c, "rw-tput-sender");
+    assert_eq!(shm_segments(), before, "a SysV segment was left behind");
+}
+
+#[test]
+fn device_refusals_name_the_problem() {
+    let bin = env!("CARGO_BIN_EXE_rw-tput-sender");
+    let out = Command::new(bin)
+        .args(["--device", "nosuch0", "--duration", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("rw-tput-sender: no RDMA device named 'nosuch0' (devices: "),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let out = Command::new(bin)
+        .args(device_args())
+        .args(["--port-index", "3", "--duration", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("has no port 4"), "{err}");
+
+    let out = Command::new(bin)
+        .args(&device_args()[..2])
+        .args(["--gid-index", "999", "--duration", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("rw-tput-sender: GID index 999 is not valid on "),
+        "{err}"
+    );
+}
+
+/// A second Soft-RoCE device on a netdev that is down has a port that is not ACTIVE.
+#[test]
+fn port_not_active_is_refused() {
+    let run = |cmd: &[&str]| {
+        let st = Command::new(cmd[0])
+            .args(&cmd[1..])
+            .status()
+            .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+        assert!(st.success(), "{cmd:?} failed");
+    };
+    run(&["ip", "link", "add", "rbdown0", "type", "dummy"]);
+    run(&[
+        "rdma", "link", "add", "rxedown0", "type", "rxe", "netdev", "rbdown0",
+    ]);
+    let out = Command::new(env!("CARGO_BIN_EXE_rw-tput-sender"))
+        .args(["--device", "rxedown0", "--duration", "1"])
+        .output()
+        .unwrap();
+    let _ = Command::new("rdma")
+        .args(["link", "delete", "rxedown0"])
+        .status();
+    let _ = Command::new("ip")
+        .args(["link", "delete", "rbdown0"])
+        .status();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        "rw-tput-sender: port 1 of rxedown0 is DOWN, not ACTIVE (ibv_devinfo; is the link up?)\n"
+    );
+}
