@@ -17,6 +17,7 @@ const SLOT: usize = 64;
 #[command(
     name = "rw-allsig",
     version,
+    args_override_self = true,
     about = "WQE-cache-miss test (ATC'16 rdma_bench): windows of singly-posted WRs, last one signaled"
 )]
 pub struct Args {

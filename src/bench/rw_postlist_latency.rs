@@ -18,6 +18,7 @@ use crate::stats::{JsonObject, LatencySummary};
 #[command(
     name = "rw-postlist-latency",
     version,
+    args_override_self = true,
     about = "Postlist latency (ATC'16 rdma_bench): doorbell to last completion, avg/median/99th"
 )]
 pub struct Args {

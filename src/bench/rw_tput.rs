@@ -90,6 +90,7 @@ impl RwFlags {
 #[command(
     name = "rw-tput-sender",
     version,
+    args_override_self = true,
     about = "Outbound READ/WRITE rate (ATC'16 rdma_bench): server threads post, client threads are targets"
 )]
 pub struct SenderArgs {
@@ -109,6 +110,7 @@ pub struct SenderArgs {
 #[command(
     name = "rw-tput-receiver",
     version,
+    args_override_self = true,
     about = "Inbound READ/WRITE rate (ATC'16 rdma_bench): client threads post, server threads are targets"
 )]
 pub struct ReceiverArgs {

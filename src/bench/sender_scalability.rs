@@ -28,6 +28,7 @@ use crate::verbs::{
 #[command(
     name = "sender-scalability",
     version,
+    args_override_self = true,
     about = "Outbound rate vs number of QPs (ATC'16 rdma_bench): one thread drives many client QPs"
 )]
 pub struct Args {

@@ -62,6 +62,7 @@ pub struct UdArgs {
 #[command(
     name = "ud-sender",
     version,
+    args_override_self = true,
     about = "Outbound UD SEND rate (ATC'16 rdma_bench): server threads send to client UD QPs"
 )]
 pub struct SenderArgs {
@@ -75,6 +76,7 @@ pub struct SenderArgs {
 #[command(
     name = "ud-receiver",
     version,
+    args_override_self = true,
     about = "Inbound UD SEND rate (ATC'16 rdma_bench): client threads send to server UD QPs"
 )]
 pub struct ReceiverArgs {

@@ -1,0 +1,51 @@
+# Shared by bench_scripts/<bench>/run-servers.sh and run-machine.sh (sourced, not run).
+# The original's run scripts, minus their pitfalls: memcached is started only if none answers,
+# stopped again if we started it, and numactl is used only when the host has it.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bin_dir=${RDMA_BENCH_BIN_DIR:-$root/target/release}
+
+registry_up() { (exec 3<>"/dev/tcp/${1%:*}/${2:-11211}") 2>/dev/null; }
+
+# numactl --cpunodebind=N --membind=N when available (NUMA_NODE, default 0), else nothing.
+numa_prefix() {
+  local node=${NUMA_NODE:-0}
+  if command -v numactl >/dev/null && [ -d "/sys/devices/system/node/node$node" ]; then
+    echo numactl --cpunodebind="$node" --membind="$node"
+  fi
+}
+
+need_bin() {
+  [ -x "$bin_dir/$1" ] || { echo "$1 is not built: cargo build --release (in $root)" >&2; exit 1; }
+}
+
+# run_servers BENCH FLAGS... : the server side, with a registry on this host.
+run_servers() {
+  local bench=$1; shift
+  need_bin "$bench"
+  export HRD_REGISTRY_IP=${HRD_REGISTRY_IP:-127.0.0.1}
+  mc=""
+  if registry_up "$HRD_REGISTRY_IP"; then
+    echo "registry: memcached already answers at $HRD_REGISTRY_IP:11211 (stale entries are detected by run id)"
+  else
+    command -v memcached >/dev/null || { echo "memcached is not installed (bench_scripts/softroce.sh setup)" >&2; exit 1; }
+    local user=(); [ "$(id -u)" = 0 ] && user=(-u root)
+    memcached -l 0.0.0.0 -p 11211 "${user[@]}" >/dev/null 2>&1 &
+    mc=$!
+    trap 'kill $mc 2>/dev/null || true' EXIT
+    for _ in $(seq 50); do registry_up 127.0.0.1 && break; sleep 0.1; done
+    echo "registry: started memcached on port 11211 (pid $mc)"
+  fi
+  # shellcheck disable=SC2046
+  $(numa_prefix) "$bin_dir/$bench" "$@"
+}
+
+# run_machine BENCH MACHINE_ID FLAGS... : a client machine; HRD_REGISTRY_IP names the server host.
+run_machine() {
+  local bench=$1 id=${2:-}; shift 2 || true
+  [[ $id =~ ^[0-9]+$ ]] || { echo "usage: run-machine.sh <machine-id> [extra flags]" >&2; exit 2; }
+  need_bin "$bench"
+  export HRD_REGISTRY_IP=${HRD_REGISTRY_IP:-127.0.0.1}
+  # shellcheck disable=SC2046
+  $(numa_prefix) "$bin_dir/$bench" --is-client 1 --machine-id "$id" "$@"
+}

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# ud-sender, client machine: HRD_REGISTRY_IP=<server> bench_scripts/ud-sender/run-machine.sh <machine-id> [extra flags]
+source "$(dirname "$0")/../lib/roles.sh"
+run_machine ud-sender "${1:-}" --num-threads 1 --dual-port 0 --size 32 "${@:2}"
