@@ -50,6 +50,9 @@ pub struct CommonArgs {
     /// Check the data that moved once the run ends (WRITE/READ contents, SEND immediates)
     #[arg(long, default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub verify: bool,
+    /// Stop each counting thread after N operations (like perftest's -n) [default: no limit]
+    #[arg(long, value_name = "N")]
+    pub iters: Option<u64>,
     /// Seconds to wait for peers in the registry before giving up
     #[arg(
         long,
@@ -68,6 +71,10 @@ impl CommonArgs {
             numa_node: self.numa_node,
         }
     }
+    /// Operations after which a counting thread stops.
+    pub fn op_limit(&self) -> u64 {
+        self.iters.unwrap_or(u64::MAX)
+    }
     /// How long to wait for a peer.
     pub fn peer_timeout(&self) -> Duration {
         Duration::from_secs(self.connect_timeout)
@@ -80,6 +87,9 @@ impl CommonArgs {
                     "--duration must be a positive number of seconds, not {d}"
                 )));
             }
+        }
+        if self.iters == Some(0) {
+            return Err(Error::config("--iters must be at least 1"));
         }
         if self.connect_timeout == 0 {
             return Err(Error::config("--connect-timeout must be at least 1 second"));

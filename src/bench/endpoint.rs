@@ -166,10 +166,12 @@ pub fn idle_until_peer_done(reg: &Registry, peer: &str, run: u64) -> Result<()> 
 
 /// The throughput loop every selectively-signaled sender runs: post the batch until stopped,
 /// publishing the running count for the reporter, then reap the last signaled completion.
+/// Stops at `op_limit` operations (rounded up to whole batches).
 pub fn selective_loop(
     ep: &Endpoint,
     batch: &mut SendBatch<'_>,
     unsig_batch: u32,
+    op_limit: u64,
     t: usize,
     counters: &Counters,
 ) -> Result<()> {
@@ -178,7 +180,7 @@ pub fn selective_loop(
     let per_post = batch.len() as u64;
     let mut ops = 0u64;
     counters.start(t);
-    while !stop_requested() {
+    while !stop_requested() && ops < op_limit {
         batch.post_selective(&mut counter, timeout)?;
         ops += per_post;
         counters.set(t, ops);

@@ -120,7 +120,8 @@ pub fn run(a: Args) -> Result<()> {
         let window = u64::from(a.window);
         let mut ops = 0u64;
         counters.start(t);
-        while !stop_requested() {
+        let limit = a.common.op_limit();
+        while !stop_requested() && ops < limit {
             for i in 0..batch.len() {
                 batch.post_one(i)?;
             }

@@ -61,7 +61,8 @@ pub fn run(a: Args) -> Result<()> {
         let postlist = u64::from(f.postlist);
         let mut ops = 0u64;
         counters.start(t);
-        while !stop_requested() && samples_us.len() < a.samples {
+        let limit = a.common.op_limit();
+        while !stop_requested() && samples_us.len() < a.samples && ops < limit {
             let t0 = Instant::now();
             batch.post()?;
             poll_one(ep.qp.send_cq(), timeout)?;

@@ -184,7 +184,14 @@ fn run(bench: Bench, f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Resul
         let ep = &pair.ep;
         let send = f.send_spec();
         let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(pair.remote_buf()))?;
-        selective_loop(ep, &mut batch, f.unsig_batch, t, counters)?;
+        selective_loop(
+            ep,
+            &mut batch,
+            f.unsig_batch,
+            common.op_limit(),
+            t,
+            counters,
+        )?;
         if common.verify {
             let timeout = PollTimeout::default();
             // One more batch, all signaled: once it completes, every earlier WR has too (RC order).

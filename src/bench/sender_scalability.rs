@@ -260,7 +260,8 @@ fn server(a: &Args, t: usize, counters: &Counters) -> Result<()> {
     let mut seed: u64 = 0xdead_beef ^ t as u64;
     let mut ops = 0u64;
     counters.start(t);
-    while !stop_requested() {
+    let limit = a.common.op_limit();
+    while !stop_requested() && ops < limit {
         // xorshift: a client per op, as the original's hrd_fastrand.
         seed ^= seed << 13;
         seed ^= seed >> 7;

@@ -230,7 +230,14 @@ fn send_loop(
         let (ah, qpn) = &dests[i % dests.len()];
         batch.set_ud_dest(i, ah, *qpn);
     }
-    selective_loop(ep, &mut batch, a.unsig_batch, t, counters)?;
+    selective_loop(
+        ep,
+        &mut batch,
+        a.unsig_batch,
+        a.common.op_limit(),
+        t,
+        counters,
+    )?;
     publish_done(reg, me)
 }
 

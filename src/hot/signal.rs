@@ -4,7 +4,9 @@
 /// Counts posted WRs and says which must be signaled and when to reap a completion.
 #[derive(Debug, Clone)]
 pub struct UnsignaledCounter {
-    unsig_batch: u64,
+    unsig_batch: u32,
+    /// `posted mod unsig_batch`, kept as a counter: no division in the hot loop.
+    phase: u32,
     posted: u64,
 }
 
@@ -21,7 +23,8 @@ impl UnsignaledCounter {
     /// A counter signaling one WR in `unsig_batch` (≥ 1).
     pub fn new(unsig_batch: u32) -> Self {
         UnsignaledCounter {
-            unsig_batch: u64::from(unsig_batch.max(1)),
+            unsig_batch: unsig_batch.max(1),
+            phase: 0,
             posted: 0,
         }
     }
@@ -32,12 +35,16 @@ impl UnsignaledCounter {
     /// next signaled one bounds the WRs in flight by `unsig_batch + postlist - 1`.
     #[inline(always)]
     pub fn next_slot(&mut self) -> Slot {
-        let first_of_batch = self.posted % self.unsig_batch == 0;
+        let first_of_batch = self.phase == 0;
         let slot = Slot {
             signaled: first_of_batch,
             poll_first: first_of_batch && self.posted > 0,
         };
         self.posted += 1;
+        self.phase += 1;
+        if self.phase == self.unsig_batch {
+            self.phase = 0;
+        }
         slot
     }
 

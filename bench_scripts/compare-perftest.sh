@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Ours against perftest on the same device, in the same boot: each pair alternated A/B REPS times
+# (default 3) with the same duration, medians and ratios; then user-space instructions per posted
+# op from callgrind. Table on stdout, JSON in target/compare/results.json.
+#
+# Matched knobs: size 32 B, postlist (-l), send queue depth 128 (-t 128), inline up to 60 B for
+# WRITEs (-I 60), one signaled WR per 64 (-Q 64) at postlist 1 and per 16 (-Q 16, --unsig-batch 16)
+# at postlist 16 — perftest requires the postlist to be a multiple of its CQ moderation, so our
+# default unsig batch of 64 cannot be matched there — and 16 outstanding READs (-o 16).
+# Not matchable: perftest keeps one QP and no registry; its READ loop waits on its own schedule.
+#
+# Latency: ib_write_lat reports half of a ping-pong round trip (two WRITEs, each detected by the
+# receiver polling memory). Ours (rw-postlist-latency, postlist 1) times one WRITE from doorbell to
+# its completion, i.e. until the responder's ACK is back: also one round trip. So we compare our
+# median with 2 × perftest's t_typical (both one round trip through the responder).
+#
+# Instructions per op: callgrind counts user-space instructions exactly. Each tool runs N1 and N2
+# operations; (Ir(N2) - Ir(N1)) / (N2 - N1) removes setup and teardown, leaving the per-op cost of
+# the posting loop with everything it calls in user space (the provider's post_send included).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+cd "$root"
+
+if ! grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state; then
+  [ -x target/release/rw-tput-sender ] || cargo build --release --bins
+  mkdir -p target/compare
+  exec "$here/softroce.sh" run --share target/compare --timeout "${COMPARE_TIMEOUT:-2400}" -- "$0" "$@"
+fi
+[ -x target/release/rw-tput-sender ] || cargo build --release --bins
+for t in ib_write_bw ib_read_bw ib_write_lat valgrind memcached python3; do
+  command -v $t >/dev/null || { echo "compare-perftest.sh: $t not found (bench_scripts/softroce.sh setup installs it)" >&2; exit 1; }
+done
+
+D=${COMPARE_DURATION:-3}
+REPS=${COMPARE_REPS:-3}
+N1=${COMPARE_N1:-20000}
+N2=${COMPARE_N2:-100000}
+out=target/compare
+mkdir -p "$out"
+raw=$out/raw.txt
+: >"$raw"
+B=target/release
+dev=${RDMA_BENCH_DEVICE:-$(basename "$(dirname "$(dirname "$(grep -l ACTIVE /sys/class/infiniband/*/ports/*/state | head -1)")")")}
+gid=${RDMA_BENCH_GID_INDEX:-}
+pt=(-d "$dev" -F)
+[ -n "$gid" ] && pt+=(-x "$gid")
+ours_dev=(--device "$dev")
+[ -n "$gid" ] && ours_dev+=(--gid-index "$gid")
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+user=(); [ "$(id -u)" = 0 ] && user=(-u root)
+memcached -l 127.0.0.1 -p "$port" -U 0 "${user[@]}" &
+mc=$!
+trap 'kill $mc 2>/dev/null || true' EXIT
+sleep 0.5
+reg=(--registry "127.0.0.1:$port")
+
+# ours OP POSTLIST UNSIG [extra...] -> Mops of the active side (duration D)
+ours() {
+  local read=$1 l=$2 q=$3; shift 3
+  $B/rw-tput-sender --is-client 1 "${ours_dev[@]}" "${reg[@]}" --duration 120 >/dev/null 2>&1 &
+  local c=$!
+  local line
+  line=$($B/rw-tput-sender "${ours_dev[@]}" "${reg[@]}" --size 32 --postlist "$l" --unsig-batch "$q" \
+    --do-read "$read" --duration "$D" --json "$@" | grep '"summary":true')
+  wait $c || true
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1])["mops"])' "$line"
+}
+
+# perftest TOOL POSTLIST CQMOD [extra...] -> Mpps (duration D)
+perftest() {
+  local tool=$1 l=$2 q=$3; shift 3
+  $tool "${pt[@]}" -s 32 -l "$l" -Q "$q" -t 128 -D "$D" "$@" >/dev/null 2>&1 &
+  local s=$!
+  sleep 1
+  $tool "${pt[@]}" -s 32 -l "$l" -Q "$q" -t 128 -D "$D" "$@" 127.0.0.1 2>/dev/null |
+    awk '/^ *32 +[0-9]+ /{print $5}'
+  wait $s || true
+}
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+
+declare -A RES
+ORDER=()
+pair() { # name, our-cmd..., '--', perftest-cmd...
+  local name=$1; shift
+  local a=() b=() side=a x
+  for x in "$@"; do
+    if [ "$x" = -- ]; then side=b; continue; fi
+    if [ $side = a ]; then a+=("$x"); else b+=("$x"); fi
+  done
+  local oa=() pb=() i
+  for i in $(seq "$REPS"); do
+    oa+=("$("${a[@]}")")
+    pb+=("$("${b[@]}")")
+    echo "$name rep $i: ours ${oa[-1]} perftest ${pb[-1]}" >>"$raw"
+  done
+  RES[$name]="$(median "${oa[@]}") $(median "${pb[@]}") ${oa[*]} / ${pb[*]}"
+  ORDER+=("$name")
+  echo "measured $name: ours ${oa[*]} | perftest ${pb[*]}" >&2
+}
+
+pair "WRITE 32B postlist 1 (Mops)" ours 0 1 64 -- perftest ib_write_bw 1 64 -I 60
+pair "WRITE 32B postlist 16 (Mops)" ours 0 16 16 -- perftest ib_write_bw 16 16 -I 60
+pair "READ 32B postlist 1 (Mops)" ours 1 1 64 -- perftest ib_read_bw 1 64 -o 16
+pair "READ 32B postlist 16 (Mops)" ours 1 16 16 -- perftest ib_read_bw 16 16 -o 16
+
+# Latency: our median post-to-completion vs 2 × ib_write_lat's t_typical (µs).
+ours_lat() {
+  $B/rw-postlist-latency --is-client 1 "${ours_dev[@]}" "${reg[@]}" --size 8 --duration 120 >/dev/null 2>&1 &
+  local c=$!
+  local line
+  line=$($B/rw-postlist-latency "${ours_dev[@]}" "${reg[@]}" --size 8 --postlist 1 --samples 20000 --json | grep '"latency":true')
+  wait $c || true
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1])["median_us"])' "$line"
+}
+perftest_lat() {
+  ib_write_lat "${pt[@]}" -s 8 -n 20000 >/dev/null 2>&1 &
+  local s=$!
+  sleep 1
+  ib_write_lat "${pt[@]}" -s 8 -n 20000 127.0.0.1 2>/dev/null | awk '/^ *8 +[0-9]+ /{print 2 * $5}'
+  wait $s || true
+}
+pair "WRITE 8B round trip, median (us)" ours_lat -- perftest_lat
+
+# Instructions per op (callgrind), WRITE 32 B, postlist 1 and 16.
+ir() { # outfile -> total Ir
+  awk '/^(summary|totals):/{print $2; exit}' "$1"
+}
+ours_ir() { # postlist unsig iters
+  $B/rw-tput-sender --is-client 1 "${ours_dev[@]}" "${reg[@]}" --duration 600 >/dev/null 2>&1 &
+  local c=$!
+  valgrind --tool=callgrind --callgrind-out-file="$out/cg.ours" $B/rw-tput-sender "${ours_dev[@]}" "${reg[@]}" \
+    --size 32 --postlist "$1" --unsig-batch "$2" --iters "$3" --hugepages off >/dev/null 2>&1
+  wait $c || true
+  ir "$out/cg.ours"
+}
+perftest_ir() { # postlist cqmod iters
+  ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" -t 128 -I 60 -n "$3" >/dev/null 2>&1 &
+  local s=$!
+  sleep 1
+  valgrind --tool=callgrind --callgrind-out-file="$out/cg.perftest" ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" \
+    -t 128 -I 60 -n "$3" 127.0.0.1 >/dev/null 2>&1
+  wait $s || true
+  ir "$out/cg.perftest"
+}
+per_op() { python3 -c "print(round(($2 - $1) / ($4 - $3), 1))" "$@"; }
+for l in 1 16; do
+  q=$([ $l = 1 ] && echo 64 || echo 16)
+  o1=$(ours_ir $l $q $N1); o2=$(ours_ir $l $q $N2)
+  p1=$(perftest_ir $l $q $N1); p2=$(perftest_ir $l $q $N2)
+  echo "callgrind WRITE postlist $l: ours $o1 -> $o2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
+  RES["WRITE 32B postlist $l (user instr/op)"]="$(per_op "$o1" "$o2" "$N1" "$N2") $(per_op "$p1" "$p2" "$N1" "$N2") $o1,$o2 / $p1,$p2"
+  ORDER+=("WRITE 32B postlist $l (user instr/op)")
+done
+
+# One row per pair: name, our median, perftest's median, and the individual runs.
+: >"$out/pairs.tsv"
+for k in "${ORDER[@]}"; do printf '%s\t%s\n' "$k" "${RES[$k]}" >>"$out/pairs.tsv"; done
+python3 - "$out" "$dev" "$D" "$REPS" "$N1" "$N2" <<'PY'
+import json, sys
+out, dev, dur, reps, n1, n2 = sys.argv[1:]
+rows = []
+for line in open(f"{out}/pairs.tsv"):
+    name, rest = line.rstrip("\n").split("\t")
+    ours, theirs, runs = rest.split(" ", 2)
+    ours, theirs = float(ours), float(theirs)
+    lower_is_better = "(us)" in name or "instr" in name
+    ratio = ours / theirs if theirs else float("nan")
+    rows.append({"pair": name, "ours": ours, "perftest": theirs, "ratio": round(ratio, 3),
+                 "better_is": "lower" if lower_is_better else "higher", "runs": runs})
+w = max(len(r["pair"]) for r in rows)
+print(f"{'pair':<{w}}  {'ours':>10}  {'perftest':>10}  {'ratio':>6}")
+for r in rows:
+    print(f"{r['pair']:<{w}}  {r['ours']:>10.4g}  {r['perftest']:>10.4g}  {r['ratio']:>6.3f}")
+meta = {"device": dev, "duration_s": float(dur), "reps": int(reps), "callgrind_ops": [int(n1), int(n2)]}
+json.dump({"meta": meta, "pairs": rows}, open(f"{out}/results.json", "w"), indent=1)
+print(f"(ratio = ours / perftest; medians of {reps} alternated runs of {dur} s on {dev}; JSON: {out}/results.json)")
+PY
