@@ -3,8 +3,11 @@
 # (default 3) with the same duration, medians and ratios; then user-space instructions per posted
 # op from callgrind. Table on stdout, JSON in target/compare/results.json.
 #
-# Matched knobs: size 32 B, postlist (-l), send queue depth 128 (-t 128), inline up to 60 B for
-# WRITEs (-I 60), one signaled WR per 64 (-Q 64) at postlist 1 and per 16 (-Q 16, --unsig-batch 16)
+# Both post paths are compared like for like: ours --post-api classic (the C suite's linked
+# ibv_send_wr + ibv_post_send) against perftest --use_old_post_send, and ours --post-api wr against
+# perftest's default ibv_wr_* flow.
+# Matched knobs: size 32 B, postlist (-l), send queue depth 128 (-t 128), inline WRITEs up to 60 B
+# (-I 60; where perftest disables inline for the device, ours runs with --inline 0 as well), one signaled WR per 64 (-Q 64) at postlist 1 and per 16 (-Q 16, --unsig-batch 16)
 # at postlist 16 — perftest requires the postlist to be a multiple of its CQ moderation, so our
 # default unsig batch of 64 cannot be matched there — and 16 outstanding READs (-o 16).
 # Not matchable: perftest keeps one QP and no registry; its READ loop waits on its own schedule.
@@ -34,8 +37,9 @@ done
 
 D=${COMPARE_DURATION:-3}
 REPS=${COMPARE_REPS:-3}
-N1=${COMPARE_N1:-20000}
-N2=${COMPARE_N2:-100000}
+N1=${COMPARE_N1:-50000}
+N2=${COMPARE_N2:-250000}
+PARTS=${COMPARE_PARTS:-tput lat instr}  # any subset, e.g. COMPARE_PARTS=instr
 out=target/compare
 mkdir -p "$out"
 raw=$out/raw.txt
@@ -63,7 +67,7 @@ ours() {
   local c=$!
   local line
   line=$($B/rw-tput-sender "${ours_dev[@]}" "${reg[@]}" --size 32 --postlist "$l" --unsig-batch "$q" \
-    --do-read "$read" --duration "$D" --json "$@" | grep '"summary":true')
+    --do-read "$read" --duration "$D" --json "${inline[@]}" "$@" | grep '"summary":true')
   wait $c || true
   python3 -c 'import json,sys; print(json.loads(sys.argv[1])["mops"])' "$line"
 }
@@ -80,6 +84,16 @@ perftest() {
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+
+# perftest turns inline off on devices it does not know to support it (rxe among them: "Device not
+# recognized to implement inline feature. Disabling it"). Match it, or WRITE pairs would compare
+# the provider's inline copy against its SGE copy.
+probe=$( { ib_write_bw "${pt[@]}" -s 32 -I 60 -n 5 >/dev/null 2>&1 & sleep 1; ib_write_bw "${pt[@]}" -s 32 -I 60 -n 5 127.0.0.1 2>&1; wait $!; } || true)
+if grep -q "Disabling it" <<<"$probe"; then
+  inline=(--inline 0); echo "perftest disables inline on $dev: ours runs WRITEs with --inline 0 too" | tee -a "$raw" >&2
+else
+  inline=(--inline 1)
+fi
 
 declare -A RES
 ORDER=()
@@ -101,10 +115,17 @@ pair() { # name, our-cmd..., '--', perftest-cmd...
   echo "measured $name: ours ${oa[*]} | perftest ${pb[*]}" >&2
 }
 
-pair "WRITE 32B postlist 1 (Mops)" ours 0 1 64 -- perftest ib_write_bw 1 64 -I 60
-pair "WRITE 32B postlist 16 (Mops)" ours 0 16 16 -- perftest ib_write_bw 16 16 -I 60
-pair "READ 32B postlist 1 (Mops)" ours 1 1 64 -- perftest ib_read_bw 1 64 -o 16
-pair "READ 32B postlist 16 (Mops)" ours 1 16 16 -- perftest ib_read_bw 16 16 -o 16
+if [[ " $PARTS " == *" tput "* ]]; then
+  # Classic post path on both sides (linked ibv_send_wr + one ibv_post_send, as the C suite).
+  old=--use_old_post_send
+  pair "WRITE 32B postlist 1, ibv_post_send (Mops)" ours 0 1 64 -- perftest ib_write_bw 1 64 -I 60 $old
+  pair "WRITE 32B postlist 16, ibv_post_send (Mops)" ours 0 16 16 -- perftest ib_write_bw 16 16 -I 60 $old
+  pair "READ 32B postlist 1, ibv_post_send (Mops)" ours 1 1 64 -- perftest ib_read_bw 1 64 -o 16 $old
+  pair "READ 32B postlist 16, ibv_post_send (Mops)" ours 1 16 16 -- perftest ib_read_bw 16 16 -o 16 $old
+  # ibv_wr_* path on both sides (perftest's default where the provider has it).
+  pair "WRITE 32B postlist 1, ibv_wr_* (Mops)" ours 0 1 64 --post-api wr -- perftest ib_write_bw 1 64 -I 60
+  pair "WRITE 32B postlist 16, ibv_wr_* (Mops)" ours 0 16 16 --post-api wr -- perftest ib_write_bw 16 16 -I 60
+fi
 
 # Latency: our median post-to-completion vs 2 × ib_write_lat's t_typical (µs).
 ours_lat() {
@@ -122,38 +143,44 @@ perftest_lat() {
   ib_write_lat "${pt[@]}" -s 8 -n 20000 127.0.0.1 2>/dev/null | awk '/^ *8 +[0-9]+ /{print 2 * $5}'
   wait $s || true
 }
-pair "WRITE 8B round trip, median (us)" ours_lat -- perftest_lat
+[[ " $PARTS " == *" lat "* ]] && pair "WRITE 8B round trip, median (us)" ours_lat -- perftest_lat
 
 # Instructions per op (callgrind), WRITE 32 B, postlist 1 and 16.
 ir() { # outfile -> total Ir
   awk '/^(summary|totals):/{print $2; exit}' "$1"
 }
-ours_ir() { # postlist unsig iters
+ours_ir() { # postlist unsig iters [extra flags]
   $B/rw-tput-sender --is-client 1 "${ours_dev[@]}" "${reg[@]}" --duration 600 >/dev/null 2>&1 &
   local c=$!
   valgrind --tool=callgrind --callgrind-out-file="$out/cg.ours" $B/rw-tput-sender "${ours_dev[@]}" "${reg[@]}" \
-    --size 32 --postlist "$1" --unsig-batch "$2" --iters "$3" --hugepages off >/dev/null 2>&1
+    --size 32 --postlist "$1" --unsig-batch "$2" --iters "$3" --hugepages off "${inline[@]}" "${@:4}" >/dev/null 2>&1
   wait $c || true
   ir "$out/cg.ours"
 }
-perftest_ir() { # postlist cqmod iters
-  ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" -t 128 -I 60 -n "$3" >/dev/null 2>&1 &
+perftest_ir() { # postlist cqmod iters [extra flags]
+  ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" -t 128 -I 60 -n "$3" "${@:4}" >/dev/null 2>&1 &
   local s=$!
   sleep 1
   valgrind --tool=callgrind --callgrind-out-file="$out/cg.perftest" ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" \
-    -t 128 -I 60 -n "$3" 127.0.0.1 >/dev/null 2>&1
+    -t 128 -I 60 -n "$3" "${@:4}" 127.0.0.1 >/dev/null 2>&1
   wait $s || true
   ir "$out/cg.perftest"
 }
 per_op() { python3 -c "print(round(($2 - $1) / ($4 - $3), 1))" "$@"; }
-for l in 1 16; do
-  q=$([ $l = 1 ] && echo 64 || echo 16)
-  o1=$(ours_ir $l $q $N1); o2=$(ours_ir $l $q $N2)
-  p1=$(perftest_ir $l $q $N1); p2=$(perftest_ir $l $q $N2)
-  echo "callgrind WRITE postlist $l: ours $o1 -> $o2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
-  RES["WRITE 32B postlist $l (user instr/op)"]="$(per_op "$o1" "$o2" "$N1" "$N2") $(per_op "$p1" "$p2" "$N1" "$N2") $o1,$o2 / $p1,$p2"
-  ORDER+=("WRITE 32B postlist $l (user instr/op)")
-done
+if [[ " $PARTS " == *" instr "* ]]; then
+  for api in classic wr; do
+    if [ $api = classic ]; then ours_x=(); pt_x=(--use_old_post_send); label="ibv_post_send"; else ours_x=(--post-api wr); pt_x=(); label="ibv_wr_*"; fi
+    for l in 1 16; do
+      q=$([ $l = 1 ] && echo 64 || echo 16)
+      o1=$(ours_ir $l $q $N1 "${ours_x[@]}"); o2=$(ours_ir $l $q $N2 "${ours_x[@]}")
+      p1=$(perftest_ir $l $q $N1 "${pt_x[@]}"); p2=$(perftest_ir $l $q $N2 "${pt_x[@]}")
+      name="WRITE 32B postlist $l, $label (user instr/op)"
+      echo "callgrind $name: ours $o1 -> $o2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
+      RES[$name]="$(per_op "$o1" "$o2" "$N1" "$N2") $(per_op "$p1" "$p2" "$N1" "$N2") $o1,$o2 / $p1,$p2"
+      ORDER+=("$name")
+    done
+  done
+fi
 
 # One row per pair: name, our median, perftest's median, and the individual runs.
 : >"$out/pairs.tsv"

@@ -27,6 +27,8 @@ pub(crate) struct Connected<'a> {
     pub queue_depth: u32,
     pub max_inline: u32,
     pub buf_size: usize,
+    /// Create QPs for the `ibv_wr_*` post path.
+    pub wr_api: bool,
     /// Slots (count, stride) the passive side checks after WRITEs with --verify.
     pub written_slots: (usize, usize),
 }
@@ -101,6 +103,7 @@ fn connect_pair(s: &Connected<'_>, gid: usize) -> Result<Pair> {
         max_inline: s.max_inline,
         buf_size: s.buf_size,
         fill: fill_byte(s.active, gid),
+        ex: s.wr_api,
     };
     let ep = Endpoint::new(common, port_index_for(common, s.topo.dual_port, gid), spec)?;
     let reg = Registry::connect(common.registry.as_deref())?;

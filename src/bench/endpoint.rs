@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::common::CommonArgs;
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, stop_requested, PollTimeout, SendBatch, UnsignaledCounter};
+use crate::hot::{poll_one, stop_requested, PollTimeout, Postlist, UnsignaledCounter};
 use crate::mem::HugeBuffer;
 use crate::registry::{Entry, Registry, WaitOptions};
 use crate::stats::Counters;
@@ -42,6 +42,8 @@ pub struct EndpointSpec {
     pub buf_size: usize,
     /// Fill the buffer with this byte.
     pub fill: u8,
+    /// Make the QP with `ibv_create_qp_ex`, enabling the `ibv_wr_*` post path.
+    pub ex: bool,
 }
 
 impl Endpoint {
@@ -62,7 +64,11 @@ impl Endpoint {
             max_recv_sge: 1,
             max_inline_data: spec.max_inline,
         };
-        let qp = QueuePair::new(&pd, port, &cq, &cq, spec.qp_type, caps)?;
+        let qp = if spec.ex {
+            QueuePair::new_ex(&pd, port, &cq, &cq, spec.qp_type, caps)?
+        } else {
+            QueuePair::new(&pd, port, &cq, &cq, spec.qp_type, caps)?
+        };
         let mut buf = HugeBuffer::new(spec.buf_size, common.placement())?;
         // SAFETY: no QP can touch this memory yet: nothing is registered or posted.
         unsafe { buf.as_mut_slice().fill(spec.fill) };
@@ -167,9 +173,9 @@ pub fn idle_until_peer_done(reg: &Registry, peer: &str, run: u64) -> Result<()> 
 /// The throughput loop every selectively-signaled sender runs: post the batch until stopped,
 /// publishing the running count for the reporter, then reap the last signaled completion.
 /// Stops at `op_limit` operations (rounded up to whole batches).
-pub fn selective_loop(
+pub fn selective_loop<B: Postlist>(
     ep: &Endpoint,
-    batch: &mut SendBatch<'_>,
+    batch: &mut B,
     unsig_batch: u32,
     op_limit: u64,
     t: usize,

@@ -97,6 +97,7 @@ pub fn run(a: Args) -> Result<()> {
         queue_depth: a.queue_depth,
         max_inline: a.max_inline,
         buf_size: a.buf_size,
+        wr_api: false,
         written_slots: (1, 0), // every WRITE of a window lands on the same remote bytes
     };
     run_connected(&c, |pair, gid, t, counters| {

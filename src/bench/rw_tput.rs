@@ -11,7 +11,7 @@ use super::common::{check_inline, fill_byte, flag01, require, slot_stride, Commo
 use super::connected::{finish_active, run_connected, verify_slots, Connected};
 use super::endpoint::selective_loop;
 use crate::error::{Error, Result};
-use crate::hot::{check_batching, poll_exact, Op, PollTimeout, SendBatch, SendSpec};
+use crate::hot::{check_batching, poll_exact, Op, PollTimeout, SendBatch, SendSpec, WrBatch};
 use crate::verbs::WorkCompletion;
 
 /// Flags of both rw-tput benchmarks (the original's, same names and meanings).
@@ -41,9 +41,30 @@ pub struct RwFlags {
     /// Inline limit requested from the QP (libhrd's kHrdMaxInline)
     #[arg(long, alias = "max_inline", default_value_t = 60)]
     pub max_inline: u32,
+    /// 1: WRITEs carry their payload inline (the original always does); 0: from the MR
+    #[arg(long, default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub inline: bool,
+    /// How WRs are posted: classic (linked ibv_send_wr, one ibv_post_send, as the C suite) or wr
+    /// (ibv_wr_start … ibv_wr_complete, as perftest does by default)
+    #[arg(
+        long,
+        alias = "post_api",
+        default_value = "classic",
+        value_name = "classic|wr"
+    )]
+    pub post_api: PostApi,
     /// Largest postlist accepted (the original's kAppMaxPostlist)
     #[arg(long, alias = "max_postlist", default_value_t = 64)]
     pub max_postlist: u32,
+}
+
+/// The two ways to post a send postlist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PostApi {
+    /// Linked `ibv_send_wr`s and one `ibv_post_send`.
+    Classic,
+    /// `ibv_wr_start`, per-WR `ibv_wr_*` calls, `ibv_wr_complete`.
+    Wr,
 }
 
 impl RwFlags {
@@ -67,6 +88,7 @@ impl RwFlags {
             queue_depth: self.queue_depth,
             max_inline: self.max_inline,
             buf_size,
+            wr_api: self.post_api == PostApi::Wr,
             written_slots: (self.postlist as usize, slot_stride(self.size)),
         }
     }
@@ -80,8 +102,13 @@ impl RwFlags {
             stride: slot_stride(self.size),
             local_offset: 0,
             remote_offset: 0,
-            inline: !self.do_read,
+            inline: self.inlined(),
         }
+    }
+
+    /// Whether WRITEs go inline (READs never do).
+    pub(crate) fn inlined(&self) -> bool {
+        self.inline && !self.do_read
     }
 }
 
@@ -166,7 +193,7 @@ pub fn validate(f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Result<()>
     })?;
     check_batching(f.postlist, f.unsig_batch, f.queue_depth, f.max_postlist)
         .map_err(Error::Config)?;
-    if !f.do_read {
+    if f.inlined() {
         check_inline(f.size, f.max_inline, "WRITEs")?;
     }
     let need = f.postlist as usize * slot_stride(f.size);
@@ -183,15 +210,22 @@ fn run(bench: Bench, f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Resul
     run_connected(&c, |pair, gid, t, counters| {
         let ep = &pair.ep;
         let send = f.send_spec();
+        if f.post_api == PostApi::Wr {
+            let mut wr = WrBatch::new(&ep.qp, &ep.mr, send, pair.remote_buf())?;
+            selective_loop(ep, &mut wr, f.unsig_batch, common.op_limit(), t, counters)?;
+        }
+        // The classic batch also serves --verify's final all-signaled post on either path.
         let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(pair.remote_buf()))?;
-        selective_loop(
-            ep,
-            &mut batch,
-            f.unsig_batch,
-            common.op_limit(),
-            t,
-            counters,
-        )?;
+        if f.post_api == PostApi::Classic {
+            selective_loop(
+                ep,
+                &mut batch,
+                f.unsig_batch,
+                common.op_limit(),
+                t,
+                counters,
+            )?;
+        }
         if common.verify {
             let timeout = PollTimeout::default();
             // One more batch, all signaled: once it completes, every earlier WR has too (RC order).

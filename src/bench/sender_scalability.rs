@@ -164,6 +164,7 @@ fn client(a: &Args, gid: usize) -> Result<()> {
             max_inline: a.max_inline,
             buf_size: a.buf_size,
             fill: fill_byte(false, gid),
+            ex: false,
         };
         let ep = Endpoint::new(&a.common, port_index_for(&a.common, a.dual_port, gid), spec)?;
         let remote = connect_through(

@@ -165,6 +165,7 @@ fn run(bench: Bench, a: &UdArgs) -> Result<()> {
                 max_inline: a.max_inline,
                 buf_size: 4096,
                 fill: fill_byte(sending, gid),
+                ex: false,
             };
             let ep = Endpoint::new(
                 &a.common,

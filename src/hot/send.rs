@@ -89,6 +89,10 @@ pub struct SendBatch<'a> {
     wrs: Box<[sys::ibv_send_wr]>,
     sges: Box<[sys::ibv_sge]>,
     base_flags: u32,
+    /// The WR `post_selective` left signaled; `None` also after `set_signaled` took over.
+    signaled_slot: Option<u32>,
+    /// `set_signaled` was used: `post_selective` must clear every flag once before owning them.
+    flags_dirty: bool,
     mr_start: u64,
     mr_end: u64,
     qp: &'a QueuePair,
@@ -193,6 +197,8 @@ impl<'a> SendBatch<'a> {
             wrs,
             sges,
             base_flags,
+            signaled_slot: None,
+            flags_dirty: false,
             mr_start,
             mr_end: mr_start + mr.len() as u64,
             qp,
@@ -213,6 +219,12 @@ impl<'a> SendBatch<'a> {
     /// Marks WR `i` signaled or not.
     #[inline(always)]
     pub fn set_signaled(&mut self, i: usize, signaled: bool) {
+        self.flags_dirty = true;
+        self.put_signaled(i, signaled);
+    }
+
+    #[inline(always)]
+    fn put_signaled(&mut self, i: usize, signaled: bool) {
         self.wrs[i].send_flags =
             self.base_flags | if signaled { F::IBV_SEND_SIGNALED.0 } else { 0 };
     }
@@ -281,19 +293,41 @@ impl<'a> SendBatch<'a> {
     }
 
     /// Posts the chain with selective signaling: WRs are signaled as `counter` says, and one send
-    /// completion is reaped before a new signaled WR whenever one is outstanding.
+    /// completion is reaped before a new signaled WR whenever one is outstanding. Needs
+    /// `len()` ≤ the counter's unsig_batch (at most one signaled WR per postlist). Costs O(1) per
+    /// postlist: only the WR whose signaled flag changes is touched.
     #[inline(always)]
     pub fn post_selective(
         &mut self,
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
     ) -> Result<()> {
-        for i in 0..self.wrs.len() {
-            let slot = counter.next_slot();
-            if slot.poll_first {
-                poll_one(self.qp.send_cq(), timeout)?;
+        if self.flags_dirty {
+            for i in 0..self.wrs.len() {
+                self.put_signaled(i, false);
             }
-            self.set_signaled(i, slot.signaled);
+            self.signaled_slot = None;
+            self.flags_dirty = false;
+        }
+        if self.wrs.len() > counter.unsig_batch() as usize {
+            return Err(Error::config(format!(
+                "postlist ({}) must not exceed unsig_batch ({})",
+                self.wrs.len(),
+                counter.unsig_batch()
+            )));
+        }
+        let b = counter.next_batch(self.wrs.len() as u32);
+        if b.poll_first {
+            poll_one(self.qp.send_cq(), timeout)?;
+        }
+        if b.signaled != self.signaled_slot {
+            if let Some(old) = self.signaled_slot {
+                self.put_signaled(old as usize, false);
+            }
+            if let Some(new) = b.signaled {
+                self.put_signaled(new as usize, true);
+            }
+            self.signaled_slot = b.signaled;
         }
         self.post()
     }

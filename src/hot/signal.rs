@@ -19,6 +19,15 @@ pub struct Slot {
     pub poll_first: bool,
 }
 
+/// What to do for the next postlist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSlot {
+    /// Index of the one WR to signal, if any.
+    pub signaled: Option<u32>,
+    /// Poll one send completion (the previous signaled WR's) before posting.
+    pub poll_first: bool,
+}
+
 impl UnsignaledCounter {
     /// A counter signaling one WR in `unsig_batch` (≥ 1).
     pub fn new(unsig_batch: u32) -> Self {
@@ -46,6 +55,35 @@ impl UnsignaledCounter {
             self.phase = 0;
         }
         slot
+    }
+
+    /// Decides for a whole postlist of `n` WRs (`n` ≤ `unsig_batch`, so at most one of them is
+    /// signaled) and counts them: O(1) per postlist instead of per WR.
+    #[inline(always)]
+    pub fn next_batch(&mut self, n: u32) -> BatchSlot {
+        debug_assert!(n >= 1 && n <= self.unsig_batch);
+        // Index in this postlist of the WR whose global number is a multiple of unsig_batch.
+        let at = if self.phase == 0 {
+            0
+        } else {
+            self.unsig_batch - self.phase
+        };
+        let signaled = (at < n).then_some(at);
+        let poll_first = signaled.is_some() && self.posted + u64::from(at) > 0;
+        self.posted += u64::from(n);
+        self.phase += n;
+        if self.phase >= self.unsig_batch {
+            self.phase -= self.unsig_batch;
+        }
+        BatchSlot {
+            signaled,
+            poll_first,
+        }
+    }
+
+    /// One signaled WR every this many.
+    pub fn unsig_batch(&self) -> u32 {
+        self.unsig_batch
     }
 
     /// WRs counted so far.
@@ -110,6 +148,29 @@ mod tests {
             [false, false, false, false, true, false, false, false, true]
         );
         assert_eq!(c.posted(), 9);
+    }
+
+    #[test]
+    fn batch_decisions_match_the_per_wr_ones() {
+        for unsig in [1u32, 2, 3, 4, 7, 16, 64] {
+            for n in 1..=unsig.min(16) {
+                let mut per_wr = UnsignaledCounter::new(unsig);
+                let mut per_batch = UnsignaledCounter::new(unsig);
+                for _ in 0..200 {
+                    let slots: Vec<Slot> = (0..n).map(|_| per_wr.next_slot()).collect();
+                    let b = per_batch.next_batch(n);
+                    let sig: Vec<u32> = (0..n).filter(|&i| slots[i as usize].signaled).collect();
+                    assert_eq!(b.signaled, sig.first().copied(), "unsig {unsig} n {n}");
+                    assert!(sig.len() <= 1);
+                    assert_eq!(
+                        b.poll_first,
+                        slots.iter().any(|s| s.poll_first),
+                        "unsig {unsig} n {n}"
+                    );
+                    assert_eq!(per_batch.posted(), per_wr.posted());
+                }
+            }
+        }
     }
 
     #[test]
