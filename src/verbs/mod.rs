@@ -9,15 +9,19 @@ mod cq;
 mod device;
 mod mr;
 mod pd;
+mod port;
 mod qp;
+mod qp_ex;
 mod qp_info;
 
 pub use ah::AddressHandle;
 pub use cq::{CompletionQueue, WorkCompletion};
-pub use device::{devices, Context, Gid, LinkLayer, Port, PortState};
+pub use device::{devices, Context, Gid, LinkLayer, PortAttr, PortState};
 pub use mr::{Access, MemoryRegion};
 pub use pd::ProtectionDomain;
-pub use qp::{QpCaps, QpType, QueuePair, QueuePairEx};
+pub use port::Port;
+pub use qp::{QpCaps, QpType, QueuePair};
+pub use qp_ex::QueuePairEx;
 pub use qp_info::QpInfo;
 
 /// libhrd's connection parameters, kept so that numbers compare with the C suite.
