@@ -1,6 +1,7 @@
 //! Runs a benchmark's worker threads, prints the once-a-second report from the main thread, and
 //! stops everything on `--duration`, SIGINT/SIGTERM, or the first error — always with a summary.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,47 +34,36 @@ where
 {
     install_stop_signals();
     let counters = Counters::new(threads);
-    let mut reporter = Reporter::new(info.clone(), Arc::clone(&counters));
+    let reporter = Reporter::new(info.clone(), Arc::clone(&counters));
+    let finished = AtomicUsize::new(0);
     let mut results = Vec::with_capacity(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let counters = &counters;
-                let worker = &worker;
-                s.spawn(move || {
-                    let r = worker(t, counters);
-                    if r.is_err() {
-                        request_stop();
-                    }
-                    r
-                })
-            })
-            .collect();
-        let mut deadline: Option<Instant> = None;
-        let mut next_tick = Instant::now() + Duration::from_secs(1);
-        while !handles.iter().all(|h| h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(50));
-            let now = Instant::now();
-            if deadline.is_none()
-                && (0..threads).any(|t| counters.get(t) > 0 || role == Role::Passive)
-            {
-                deadline = common.duration.map(|d| now + Duration::from_secs_f64(d));
-            }
-            if deadline.is_some_and(|d| now >= d) {
-                request_stop();
-            }
-            if now >= next_tick && role == Role::Counting && !stop_requested() {
-                reporter.tick();
-                next_tick = now + Duration::from_secs(1);
-            }
+    let run_worker = |t: usize| {
+        let r = worker(t, &counters);
+        if r.is_err() {
+            request_stop();
         }
-        for h in handles {
+        finished.fetch_add(1, Ordering::Release);
+        r
+    };
+    let mut reporter = std::thread::scope(|s| {
+        // Worker 0 runs on this (the main) thread: glibc gives threads other than main a
+        // cancellable-syscall path for write(), and rxe rings every doorbell with write().
+        let run_worker = &run_worker;
+        let others: Vec<_> = (1..threads)
+            .map(|t| s.spawn(move || run_worker(t)))
+            .collect();
+        let report = s.spawn(|| report_loop(reporter, role, threads, common, &counters, &finished));
+        results.push(run_worker(0));
+        for h in others {
             results.push(
                 h.join().unwrap_or_else(|_| {
                     Err(crate::Error::Config("a worker thread panicked".into()))
                 }),
             );
         }
+        report
+            .join()
+            .unwrap_or_else(|_| Reporter::new(info.clone(), Arc::clone(&counters)))
     });
     let summary = match role {
         Role::Counting => reporter.finish(),
@@ -99,6 +89,36 @@ where
     };
     results.into_iter().collect::<Result<Vec<()>>>()?;
     Ok(summary)
+}
+
+/// Once a second, the per-thread report; also ends the run at `--duration`. Returns the reporter
+/// for the summary once every worker has finished.
+fn report_loop(
+    mut reporter: Reporter,
+    role: Role,
+    threads: usize,
+    common: &CommonArgs,
+    counters: &Counters,
+    finished: &AtomicUsize,
+) -> Reporter {
+    let mut deadline: Option<Instant> = None;
+    let mut next_tick = Instant::now() + Duration::from_secs(1);
+    while finished.load(Ordering::Acquire) < threads {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = Instant::now();
+        if deadline.is_none() && (0..threads).any(|t| counters.get(t) > 0 || role == Role::Passive)
+        {
+            deadline = common.duration.map(|d| now + Duration::from_secs_f64(d));
+        }
+        if deadline.is_some_and(|d| now >= d) {
+            request_stop();
+        }
+        if now >= next_tick && role == Role::Counting && !stop_requested() {
+            reporter.tick();
+            next_tick = now + Duration::from_secs(1);
+        }
+    }
+    reporter
 }
 
 /// A benchmark binary's whole `main`: parse flags (clap exits 2 on bad ones), run, and turn an

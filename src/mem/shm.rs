@@ -247,6 +247,7 @@ mod tests {
     use std::process::Command;
 
     fn segment_exists(id: i32) -> bool {
+        // SAFETY: shmid_ds is plain old data; all-zero is a valid value.
         let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
         // SAFETY: IPC_STAT writes into `ds`.
         unsafe { libc::shmctl(id, libc::IPC_STAT, &mut ds) == 0 }
