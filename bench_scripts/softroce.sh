@@ -330,8 +330,12 @@ boot_guest() {
 guest_report() {
   local ctl=$1 label=$2
   if [ ! -f "$ctl/booted" ]; then
-    echo "$PROG: ${label}guest did not come up; last console lines:" >&2
-    tail -n 15 "$ctl/console.log" >&2 2>/dev/null
+    if [ -s "$ctl/console.log" ]; then
+      echo "$PROG: ${label}guest did not come up; last console lines:" >&2
+      tail -n 15 "$ctl/console.log" >&2
+    else
+      echo "$PROG: ${label}guest did not come up and its kernel printed nothing (SOFTROCE_MEM=${SOFTROCE_MEM:-2048} MiB too small? a broken kernel in $CACHE? rerun setup)" >&2
+    fi
   elif [ -f "$ctl/rc" ]; then
     note "${label}guest up in $(cat "$ctl/booted") s"
   fi
