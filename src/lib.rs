@@ -6,7 +6,7 @@
 //! - [`hot`]: pre-built work-request batches, doorbell batching, selective signaling, polling.
 //! - [`registry`]: QP-info exchange (memcached like libhrd, or direct TCP).
 //! - [`stats`]: counters, the C suite's report lines, JSON, latency summaries.
-//! - [`bench`]: one module per benchmark of the paper.
+//! - [`bench`](mod@bench): one module per benchmark of the paper.
 //! - [`error`]: the one error type, which keeps the failing verb, errno and a hint.
 
 #![deny(unsafe_op_in_unsafe_fn)]
