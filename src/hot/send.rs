@@ -235,13 +235,6 @@ impl<'a> SendBatch<'a> {
         self.wrs[i].wr_id = wr_id;
     }
 
-    /// Points WR `i` at another remote address (same rkey).
-    #[inline(always)]
-    pub fn set_remote_addr(&mut self, i: usize, remote_addr: u64) {
-        // `rdma`, `atomic` both start with remote_addr, so this serves atomics as well.
-        self.wrs[i].wr.rdma.remote_addr = remote_addr;
-    }
-
     /// Sends UD WR `i` to (`ah`, `remote_qpn`) instead.
     pub fn set_ud_dest(&mut self, i: usize, ah: &'a AddressHandle, remote_qpn: u32) {
         self.wrs[i].wr.ud.ah = ah.as_raw();
@@ -258,11 +251,6 @@ impl<'a> SendBatch<'a> {
         }
         self.sges[i].addr = addr;
         Ok(())
-    }
-
-    /// The SGE of WR `i` (local address and length).
-    pub fn local_addr(&self, i: usize) -> u64 {
-        self.sges[i].addr
     }
 
     /// Posts the whole chain with one `ibv_post_send`.
@@ -309,14 +297,7 @@ impl<'a> SendBatch<'a> {
             self.signaled_slot = None;
             self.flags_dirty = false;
         }
-        if self.wrs.len() > counter.unsig_batch() as usize {
-            return Err(Error::config(format!(
-                "postlist ({}) must not exceed unsig_batch ({})",
-                self.wrs.len(),
-                counter.unsig_batch()
-            )));
-        }
-        let b = counter.next_batch(self.wrs.len() as u32);
+        let b = counter.next_batch(self.wrs.len() as u32)?;
         if b.poll_first {
             poll_one(self.qp.send_cq(), timeout)?;
         }

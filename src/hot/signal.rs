@@ -10,7 +10,8 @@ pub struct UnsignaledCounter {
     posted: u64,
 }
 
-/// What to do for the next WR.
+/// What to do for the next WR (the per-WR reference model of [`UnsignaledCounter::next_batch`]).
+#[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot {
     /// Post this WR signaled.
@@ -42,7 +43,7 @@ impl UnsignaledCounter {
     ///
     /// With RC's in-order completion, reaping the previous signaled WR's CQE before posting the
     /// next signaled one bounds the WRs in flight by `unsig_batch + postlist - 1`.
-    #[inline(always)]
+    #[cfg(test)]
     pub fn next_slot(&mut self) -> Slot {
         let first_of_batch = self.phase == 0;
         let slot = Slot {
@@ -57,11 +58,17 @@ impl UnsignaledCounter {
         slot
     }
 
-    /// Decides for a whole postlist of `n` WRs (`n` ≤ `unsig_batch`, so at most one of them is
-    /// signaled) and counts them: O(1) per postlist instead of per WR.
+    /// Decides for a whole postlist of `n` WRs and counts them: O(1) per postlist instead of per
+    /// WR. `n` must not exceed `unsig_batch` (then at most one WR of a postlist is signaled, and
+    /// reaping one completion per postlist keeps the send queue from overflowing).
     #[inline(always)]
-    pub fn next_batch(&mut self, n: u32) -> BatchSlot {
-        debug_assert!(n >= 1 && n <= self.unsig_batch);
+    pub fn next_batch(&mut self, n: u32) -> Result<BatchSlot, crate::Error> {
+        if n == 0 || n > self.unsig_batch {
+            return Err(crate::Error::Config(format!(
+                "postlist ({n}) must not exceed unsig_batch ({})",
+                self.unsig_batch
+            )));
+        }
         // Index in this postlist of the WR whose global number is a multiple of unsig_batch.
         let at = if self.phase == 0 {
             0
@@ -75,10 +82,10 @@ impl UnsignaledCounter {
         if self.phase >= self.unsig_batch {
             self.phase -= self.unsig_batch;
         }
-        BatchSlot {
+        Ok(BatchSlot {
             signaled,
             poll_first,
-        }
+        })
     }
 
     /// One signaled WR every this many.
@@ -89,11 +96,6 @@ impl UnsignaledCounter {
     /// WRs counted so far.
     pub fn posted(&self) -> u64 {
         self.posted
-    }
-
-    /// Signaled WRs whose completions have not been reaped yet (0 or 1).
-    pub fn outstanding_signaled(&self) -> u32 {
-        u32::from(self.posted > 0)
     }
 }
 
@@ -158,7 +160,7 @@ mod tests {
                 let mut per_batch = UnsignaledCounter::new(unsig);
                 for _ in 0..200 {
                     let slots: Vec<Slot> = (0..n).map(|_| per_wr.next_slot()).collect();
-                    let b = per_batch.next_batch(n);
+                    let b = per_batch.next_batch(n).unwrap();
                     let sig: Vec<u32> = (0..n).filter(|&i| slots[i as usize].signaled).collect();
                     assert_eq!(b.signaled, sig.first().copied(), "unsig {unsig} n {n}");
                     assert!(sig.len() <= 1);

@@ -78,14 +78,7 @@ impl<'a> WrBatch<'a> {
         timeout: PollTimeout,
     ) -> Result<()> {
         let first = counter.posted();
-        if self.slots.len() > counter.unsig_batch() as usize {
-            return Err(Error::config(format!(
-                "postlist ({}) must not exceed unsig_batch ({})",
-                self.slots.len(),
-                counter.unsig_batch()
-            )));
-        }
-        let b = counter.next_batch(self.slots.len() as u32);
+        let b = counter.next_batch(self.slots.len() as u32)?;
         if b.poll_first {
             poll_one(self.qp.send_cq(), timeout)?;
         }
