@@ -25,12 +25,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 cd "$root"
 
-if ! grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state; then
-  [ -x target/release/rw-tput-sender ] || cargo build --release --bins
-  mkdir -p target/compare
-  exec "$here/softroce.sh" run --share target/compare --timeout "${COMPARE_TIMEOUT:-2400}" -- "$0" "$@"
-fi
-[ -x target/release/rw-tput-sender ] || cargo build --release --bins
+source "$here/lib/testbed.sh"
+build_outside_testbed --bins
+on_device "${COMPARE_TIMEOUT:-2400}" target/compare "$0" "$@"
 for t in ib_write_bw ib_read_bw ib_write_lat valgrind memcached python3; do
   command -v $t >/dev/null || { echo "compare-perftest.sh: $t not found (bench_scripts/softroce.sh setup installs it)" >&2; exit 1; }
 done

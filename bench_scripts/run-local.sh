@@ -21,10 +21,8 @@ case $bench in
   *) echo "run-local.sh: unknown benchmark '$bench'" >&2; exit 2 ;;
 esac
 
-has_active_port() { grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state; }
-if ! has_active_port; then
-  exec "$here/softroce.sh" run --timeout "${RUN_LOCAL_TIMEOUT:-600}" -- "$0" "$bench" "$@"
-fi
+source "$here/lib/testbed.sh"
+on_device "${RUN_LOCAL_TIMEOUT:-600}" "" "$0" "$bench" "$@"
 
 bin=${RDMA_BENCH_BIN_DIR:-$root/target/release}/$bench
 [ -x "$bin" ] || { echo "run-local.sh: $bin not built (cargo build --release)" >&2; exit 1; }

@@ -8,13 +8,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 cd "$root"
 
-if ! grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state; then
-  [ -x target/release/rw-tput-sender ] || cargo build --release --bins
-  # The logs directory is shared with the guest, so they survive it.
-  mkdir -p target/suite
-  exec "$here/softroce.sh" run --share target/suite --timeout "${SUITE_TIMEOUT:-900}" -- "$0" "$@"
-fi
-[ -x target/release/rw-tput-sender ] || cargo build --release --bins
+source "$here/lib/testbed.sh"
+build_outside_testbed --bins
+# The logs directory is shared with the guest, so they survive it.
+on_device "${SUITE_TIMEOUT:-900}" target/suite "$0" "$@"
 
 d=${SUITE_DURATION:-3}
 out=target/suite

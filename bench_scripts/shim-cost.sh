@@ -6,11 +6,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 cd "$root"
-if ! grep -qs ACTIVE /sys/class/infiniband/*/ports/*/state; then
-  cargo build --release --example empty_poll
-  exec "$here/softroce.sh" run --timeout 900 -- "$0" "$@"
-fi
-cargo build --release --example empty_poll 2>/dev/null || true
+source "$here/lib/testbed.sh"
+build_outside_testbed --example empty_poll
+on_device 900 "" "$0" "$@"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 gcc -O2 -o "$tmp/empty_poll_c" "$here/callgrind/empty_poll.c" -libverbs

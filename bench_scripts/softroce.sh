@@ -42,8 +42,8 @@ run     Run CMD where a Soft-RoCE (or real) RDMA device is ACTIVE and exit with 
           2. the host kernel has rdma_rxe and we are root: rxe0 is made on lo for CMD, removed after;
           3. otherwise a qemu guest (TCG) runs CMD as root, in the same directory, on the host's own
              files (read-only; writes go to a tmpfs), output streamed live.
-        CMD sees RDMA_BENCH_DEVICE (e.g. rxe0), RDMA_BENCH_GID_INDEX (the RoCE v2 IPv4 GID) and
-        RDMA_BENCH_IP (the address the device is bound to).
+        CMD sees RDMA_BENCH_DEVICE (e.g. rxe0), RDMA_BENCH_GID_INDEX (the RoCE v2 IPv4 GID),
+        RDMA_BENCH_IP (the address the device is bound to) and SOFTROCE_INSIDE=1.
 
         --nodes N     1 (default) or 2: two guests joined by a virtual NIC, CMD runs on both with
                       SOFTROCE_NODE=0|1 and SOFTROCE_PEER=<other node's address>; output lines are
@@ -205,7 +205,7 @@ run_host_rxe() {
     sleep 0.1
   done
   note "path 2: host rdma_rxe, rxe0 on lo, gid ${gid%% *}"
-  RDMA_BENCH_DEVICE=rxe0 RDMA_BENCH_GID_INDEX=${gid%% *} RDMA_BENCH_IP=${gid##* } \
+  SOFTROCE_INSIDE=1 RDMA_BENCH_DEVICE=rxe0 RDMA_BENCH_GID_INDEX=${gid%% *} RDMA_BENCH_IP=${gid##* } \
     run_with_timeout "$timeout" "$@"
   local rc=$?
   rdma link delete rxe0 2>/dev/null
@@ -283,6 +283,7 @@ write_cmd() {
     echo 'export RDMA_BENCH_IP=$SOFTROCE_GUEST_IP'
     if [ "$nodes" = 2 ]; then echo 'export SOFTROCE_NODE=$SOFTROCE_GUEST_NODE SOFTROCE_PEER=$SOFTROCE_GUEST_PEER'; fi
     echo 'unset SOFTROCE_GUEST_DEVICE SOFTROCE_GUEST_GID SOFTROCE_GUEST_IP SOFTROCE_GUEST_PEER SOFTROCE_GUEST_NODE'
+    echo 'export SOFTROCE_INSIDE=1'
     echo 'ulimit -l unlimited'
     printf 'cd %q || exit 125\n' "$PWD"
     printf '%q ' "$@"
@@ -417,7 +418,7 @@ cmd_run() {
     if [ -n "$dev" ]; then
       read -r d g ip <<<"$dev"
       note "path 1: host device $d, gid index $g"
-      RDMA_BENCH_DEVICE=$d RDMA_BENCH_GID_INDEX=$g RDMA_BENCH_IP=$ip run_with_timeout "$timeout" "$@"
+      SOFTROCE_INSIDE=1 RDMA_BENCH_DEVICE=$d RDMA_BENCH_GID_INDEX=$g RDMA_BENCH_IP=$ip run_with_timeout "$timeout" "$@"
       exit $?
     fi
     if [ "$(id -u)" = 0 ]; then
