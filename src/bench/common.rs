@@ -17,6 +17,22 @@ pub fn flag01(s: &str) -> std::result::Result<bool, String> {
     }
 }
 
+/// Parses `--reap`: `eager` (the original's one signaled WR in flight) or `lazy` (fill the send
+/// queue, reap in bulk when full, as perftest).
+pub fn parse_reap(s: &str) -> std::result::Result<crate::hot::Reap, String> {
+    match s {
+        "eager" => Ok(crate::hot::Reap::Eager),
+        "lazy" => Ok(crate::hot::Reap::Lazy),
+        _ => Err(format!("'{s}' is not eager or lazy")),
+    }
+}
+
+/// Help text of `--reap`, shared by every selectively-signaled sender.
+pub const REAP_HELP: &str = "When send completions are reaped: eager (the original: one signaled WR in flight, \
+its CQE reaped before the next signaled WR, so < 2 x unsig_batch WRs in flight) or lazy (perftest's: \
+queue_depth / unsig_batch - 1 signaled WRs in flight, all arrived CQEs reaped with one poll when the \
+send queue is full)";
+
 /// Flags shared by all benchmarks (new in this suite; the original had none of them).
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {

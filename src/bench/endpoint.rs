@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::common::CommonArgs;
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, stop_requested, PollTimeout, Postlist, UnsignaledCounter};
+use crate::hot::{stop_requested, PollTimeout, Postlist, UnsignaledCounter};
 use crate::mem::HugeBuffer;
 use crate::registry::{Entry, Registry, WaitOptions};
 use crate::stats::Counters;
@@ -171,17 +171,16 @@ pub fn idle_until_peer_done(reg: &Registry, peer: &str, run: u64) -> Result<()> 
 }
 
 /// The throughput loop every selectively-signaled sender runs: post the batch until stopped,
-/// publishing the running count for the reporter, then reap the last signaled completion.
+/// publishing the running count for the reporter, then reap the signaled completions still out.
 /// Stops at `op_limit` operations (rounded up to whole batches).
 pub fn selective_loop<B: Postlist>(
     ep: &Endpoint,
     batch: &mut B,
-    unsig_batch: u32,
+    mut counter: UnsignaledCounter,
     op_limit: u64,
     t: usize,
     counters: &Counters,
 ) -> Result<()> {
-    let mut counter = UnsignaledCounter::new(unsig_batch);
     let timeout = PollTimeout::default();
     let per_post = batch.len() as u64;
     let mut ops = 0u64;
@@ -192,13 +191,5 @@ pub fn selective_loop<B: Postlist>(
         counters.set(t, ops);
     }
     counters.stop(t);
-    drain_signaled(ep, counter.posted())
-}
-
-/// Reaps the one outstanding signaled completion a selectively-signaled loop leaves behind.
-pub fn drain_signaled(ep: &Endpoint, posted: u64) -> Result<()> {
-    if posted > 0 {
-        poll_one(ep.qp.send_cq(), PollTimeout::default())?;
-    }
-    Ok(())
+    counter.drain(ep.qp.send_cq(), timeout)
 }

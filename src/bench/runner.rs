@@ -1,6 +1,10 @@
-//! Runs a benchmark's worker threads, prints the once-a-second report from the main thread, and
-//! stops everything on `--duration`, SIGINT/SIGTERM, or the first error — always with a summary.
+//! Runs a benchmark's worker threads, prints the once-a-second report, and stops everything on
+//! `--duration`, SIGINT/SIGTERM, or the first error — always with a summary. A one-thread run
+//! stays a one-thread process (the report runs from the worker's stop checks, see
+//! [`crate::hot::Ticker`]); with more workers a reporter thread does it.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +13,7 @@ use clap::Parser;
 
 use super::common::CommonArgs;
 use crate::error::Result;
-use crate::hot::{install_stop_signals, request_stop, stop_requested};
+use crate::hot::{install_stop_signals, request_stop, stop_requested, Ticker};
 use crate::stats::{Counters, JsonObject, Reporter, RunInfo, Summary};
 
 /// How a process's threads take part.
@@ -34,37 +38,58 @@ where
 {
     install_stop_signals();
     let counters = Counters::new(threads);
-    let reporter = Reporter::new(info.clone(), Arc::clone(&counters));
-    let finished = AtomicUsize::new(0);
-    let mut results = Vec::with_capacity(threads);
+    let clock = ReportClock {
+        reporter: Reporter::new(info.clone(), Arc::clone(&counters)),
+        counters: Arc::clone(&counters),
+        role,
+        duration: common.duration,
+        measuring: false,
+        deadline: None,
+        next_tick: Instant::now() + Duration::from_secs(1),
+    };
     let run_worker = |t: usize| {
         let r = worker(t, &counters);
         if r.is_err() {
             request_stop();
         }
-        finished.fetch_add(1, Ordering::Release);
         r
     };
-    let mut reporter = std::thread::scope(|s| {
-        // Worker 0 runs on this (the main) thread: glibc gives threads other than main a
-        // cancellable-syscall path for write(), and rxe rings every doorbell with write().
-        let run_worker = &run_worker;
-        let others: Vec<_> = (1..threads)
-            .map(|t| s.spawn(move || run_worker(t)))
-            .collect();
-        let report = s.spawn(|| report_loop(reporter, role, threads, common, &counters, &finished));
-        results.push(run_worker(0));
-        for h in others {
-            results.push(
-                h.join().unwrap_or_else(|_| {
+    let (mut reporter, results) = if threads == 1 {
+        // No second thread at all (see hot::Ticker): the worker's own stop checks run the clock.
+        let clock = Rc::new(RefCell::new(clock));
+        let ticker = Ticker::start(TICK, {
+            let clock = Rc::clone(&clock);
+            Box::new(move || clock.borrow_mut().step())
+        });
+        let r = run_worker(0);
+        drop(ticker);
+        let clock = Rc::try_unwrap(clock).map_err(|_| crate::Error::config("ticker leaked"))?;
+        (clock.into_inner().reporter, vec![r])
+    } else {
+        let finished = AtomicUsize::new(0);
+        let run_counted = |t| {
+            let r = run_worker(t);
+            finished.fetch_add(1, Ordering::Release);
+            r
+        };
+        std::thread::scope(|s| {
+            let run_worker = &run_counted;
+            let others: Vec<_> = (1..threads)
+                .map(|t| s.spawn(move || run_worker(t)))
+                .collect();
+            let report = s.spawn(|| clock.run_until(&finished, threads));
+            let mut results = vec![run_worker(0)];
+            for h in others {
+                results.push(h.join().unwrap_or_else(|_| {
                     Err(crate::Error::Config("a worker thread panicked".into()))
-                }),
-            );
-        }
-        report
-            .join()
-            .unwrap_or_else(|_| Reporter::new(info.clone(), Arc::clone(&counters)))
-    });
+                }));
+            }
+            let reporter = report
+                .join()
+                .unwrap_or_else(|_| Reporter::new(info.clone(), Arc::clone(&counters)));
+            (reporter, results)
+        })
+    };
     let summary = match role {
         Role::Counting => reporter.finish(),
         Role::Passive => {
@@ -91,34 +116,53 @@ where
     Ok(summary)
 }
 
-/// Once a second, the per-thread report; also ends the run at `--duration`. Returns the reporter
-/// for the summary once every worker has finished.
-fn report_loop(
-    mut reporter: Reporter,
+/// How often the report clock looks at the counters (and so how precisely `--duration` ends).
+const TICK: Duration = Duration::from_millis(50);
+
+/// The once-a-second per-thread report, and the end of the run at `--duration` (counted from the
+/// first operation).
+struct ReportClock {
+    reporter: Reporter,
+    counters: Arc<Counters>,
     role: Role,
-    threads: usize,
-    common: &CommonArgs,
-    counters: &Counters,
-    finished: &AtomicUsize,
-) -> Reporter {
-    let mut deadline: Option<Instant> = None;
-    let mut next_tick = Instant::now() + Duration::from_secs(1);
-    while finished.load(Ordering::Acquire) < threads {
-        std::thread::sleep(Duration::from_millis(50));
+    duration: Option<f64>,
+    /// The first operation was seen (or the role is passive).
+    measuring: bool,
+    deadline: Option<Instant>,
+    next_tick: Instant,
+}
+
+impl ReportClock {
+    fn step(&mut self) {
         let now = Instant::now();
-        if deadline.is_none() && (0..threads).any(|t| counters.get(t) > 0 || role == Role::Passive)
-        {
-            deadline = common.duration.map(|d| now + Duration::from_secs_f64(d));
+        let threads = self.counters.len();
+        if !self.measuring {
+            if self.role == Role::Counting && (0..threads).all(|t| self.counters.get(t) == 0) {
+                return;
+            }
+            // The clock starts with the first operation: deadline and report ticks count from it.
+            self.measuring = true;
+            self.deadline = self.duration.map(|d| now + Duration::from_secs_f64(d));
+            self.next_tick = now + Duration::from_secs(1);
         }
-        if deadline.is_some_and(|d| now >= d) {
+        if self.deadline.is_some_and(|d| now >= d) {
             request_stop();
         }
-        if now >= next_tick && role == Role::Counting && !stop_requested() {
-            reporter.tick();
-            next_tick = now + Duration::from_secs(1);
+        if now >= self.next_tick && self.role == Role::Counting && !stop_requested() {
+            self.reporter.tick();
+            self.next_tick = now + Duration::from_secs(1);
         }
     }
-    reporter
+
+    /// Steps every [`TICK`] on its own thread until all `threads` workers finished; returns the
+    /// reporter for the summary.
+    fn run_until(mut self, finished: &AtomicUsize, threads: usize) -> Reporter {
+        while finished.load(Ordering::Acquire) < threads {
+            std::thread::sleep(TICK);
+            self.step();
+        }
+        self.reporter
+    }
 }
 
 /// A benchmark binary's whole `main`: parse flags (clap exits 2 on bad ones), run, and turn an

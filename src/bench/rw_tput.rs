@@ -7,11 +7,17 @@
 
 use clap::{Args, Parser};
 
-use super::common::{check_inline, fill_byte, flag01, require, slot_stride, CommonArgs, Topology};
+use super::common::{
+    check_inline, fill_byte, flag01, parse_reap, require, slot_stride, CommonArgs, Topology,
+    REAP_HELP,
+};
 use super::connected::{finish_active, run_connected, verify_slots, Connected};
 use super::endpoint::selective_loop;
 use crate::error::{Error, Result};
-use crate::hot::{check_batching, poll_exact, Op, PollTimeout, SendBatch, SendSpec, WrBatch};
+use crate::hot::{
+    check_batching, poll_exact, Op, PollTimeout, Reap, SendBatch, SendSpec, UnsignaledCounter,
+    WrBatch,
+};
 use crate::verbs::WorkCompletion;
 
 /// Flags of both rw-tput benchmarks (the original's, same names and meanings).
@@ -38,6 +44,9 @@ pub struct RwFlags {
     /// Send queue depth (libhrd's kHrdSQDepth)
     #[arg(long, alias = "queue_depth", default_value_t = 128)]
     pub queue_depth: u32,
+    /// When send completions are reaped (the text is REAP_HELP).
+    #[arg(long, default_value = "eager", value_parser = parse_reap, value_name = "eager|lazy", help = REAP_HELP)]
+    pub reap: Reap,
     /// Inline limit requested from the QP (libhrd's kHrdMaxInline)
     #[arg(long, alias = "max_inline", default_value_t = 60)]
     pub max_inline: u32,
@@ -104,6 +113,11 @@ impl RwFlags {
             remote_offset: 0,
             inline: self.inlined(),
         }
+    }
+
+    /// The selective-signaling counter these flags ask for.
+    pub(crate) fn counter(&self) -> UnsignaledCounter {
+        UnsignaledCounter::with_reap(self.unsig_batch, self.reap, self.queue_depth)
     }
 
     /// Whether WRITEs go inline (READs never do).
@@ -212,19 +226,12 @@ fn run(bench: Bench, f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Resul
         let send = f.send_spec();
         if f.post_api == PostApi::Wr {
             let mut wr = WrBatch::new(&ep.qp, &ep.mr, send, pair.remote_buf())?;
-            selective_loop(ep, &mut wr, f.unsig_batch, common.op_limit(), t, counters)?;
+            selective_loop(ep, &mut wr, f.counter(), common.op_limit(), t, counters)?;
         }
         // The classic batch also serves --verify's final all-signaled post on either path.
         let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(pair.remote_buf()))?;
         if f.post_api == PostApi::Classic {
-            selective_loop(
-                ep,
-                &mut batch,
-                f.unsig_batch,
-                common.op_limit(),
-                t,
-                counters,
-            )?;
+            selective_loop(ep, &mut batch, f.counter(), common.op_limit(), t, counters)?;
         }
         if common.verify {
             let timeout = PollTimeout::default();

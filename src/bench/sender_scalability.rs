@@ -6,14 +6,15 @@
 use clap::Parser;
 
 use super::common::{
-    check_inline, fill_byte, flag01, port_index_for, require, slot_stride, CommonArgs,
+    check_inline, fill_byte, flag01, parse_reap, port_index_for, require, slot_stride, CommonArgs,
+    REAP_HELP,
 };
 use super::connected::finish_active;
 use super::endpoint::{connect_through, idle_until_peer_done, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
 use crate::error::{Error, Result};
 use crate::hot::{
-    check_batching, poll_one, stop_requested, Op, PollTimeout, Remote, SendBatch, SendSpec,
+    check_batching, stop_requested, Op, PollTimeout, Reap, Remote, SendBatch, SendSpec,
     UnsignaledCounter,
 };
 use crate::mem::HugeBuffer;
@@ -66,6 +67,9 @@ pub struct Args {
     /// Send queue depth per QP
     #[arg(long, alias = "queue_depth", default_value_t = 128)]
     pub queue_depth: u32,
+    /// When send completions are reaped (the text is REAP_HELP).
+    #[arg(long, default_value = "eager", value_parser = parse_reap, value_name = "eager|lazy", help = REAP_HELP)]
+    pub reap: Reap,
     /// Inline limit requested from the QPs
     #[arg(long, alias = "max_inline", default_value_t = 60)]
     pub max_inline: u32,
@@ -254,7 +258,7 @@ fn server(a: &Args, t: usize, counters: &Counters) -> Result<()> {
         batches.push(SendBatch::new(qp, &mr, spec, Some(r))?);
     }
     let mut counters_per_qp: Vec<UnsignaledCounter> = (0..a.num_clients)
-        .map(|_| UnsignaledCounter::new(a.unsig_batch))
+        .map(|_| UnsignaledCounter::with_reap(a.unsig_batch, a.reap, a.queue_depth))
         .collect();
     let timeout = PollTimeout::default();
     let n = batches.len() as u64;
@@ -274,10 +278,8 @@ fn server(a: &Args, t: usize, counters: &Counters) -> Result<()> {
     }
     counters.stop(t);
     drop(batches);
-    for (qp, posted) in qps.iter().zip(&counters_per_qp) {
-        if posted.posted() > 0 {
-            poll_one(qp.send_cq(), timeout)?;
-        }
+    for (qp, counter) in qps.iter().zip(&mut counters_per_qp) {
+        counter.drain(qp.send_cq(), timeout)?;
     }
     finish_active(&reg, &format!("server-{t}"))
 }

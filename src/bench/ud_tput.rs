@@ -8,11 +8,16 @@
 
 use clap::Parser;
 
-use super::common::{check_inline, fill_byte, port_index_for, require, CommonArgs, Topology};
+use super::common::{
+    check_inline, fill_byte, parse_reap, port_index_for, require, CommonArgs, Topology, REAP_HELP,
+};
 use super::endpoint::{find_ud_peer, publish_done, selective_loop, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
 use crate::error::{Error, Result};
-use crate::hot::{check_batching, stop_requested, Op, RecvBatch, SendBatch, SendSpec, GRH_BYTES};
+use crate::hot::{
+    check_batching, stop_requested, Op, Reap, RecvBatch, SendBatch, SendSpec, UnsignaledCounter,
+    GRH_BYTES,
+};
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::{AddressHandle, QpType, WorkCompletion};
@@ -43,6 +48,9 @@ pub struct UdArgs {
     /// Send queue depth (kHrdSQDepth)
     #[arg(long, alias = "queue_depth", default_value_t = 128)]
     pub queue_depth: u32,
+    /// When send completions are reaped (the text is REAP_HELP).
+    #[arg(long, default_value = "eager", value_parser = parse_reap, value_name = "eager|lazy", help = REAP_HELP)]
+    pub reap: Reap,
     /// RECVs kept posted by receivers (kHrdRQDepth)
     #[arg(long, alias = "rq_depth", default_value_t = 2048)]
     pub rq_depth: u32,
@@ -231,14 +239,8 @@ fn send_loop(
         let (ah, qpn) = &dests[i % dests.len()];
         batch.set_ud_dest(i, ah, *qpn);
     }
-    selective_loop(
-        ep,
-        &mut batch,
-        a.unsig_batch,
-        a.common.op_limit(),
-        t,
-        counters,
-    )?;
+    let counter = UnsignaledCounter::with_reap(a.unsig_batch, a.reap, a.queue_depth);
+    selective_loop(ep, &mut batch, counter, a.common.op_limit(), t, counters)?;
     publish_done(reg, me)
 }
 

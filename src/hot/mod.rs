@@ -12,8 +12,8 @@ mod wr_batch;
 pub use poll::{poll_exact, poll_one, PollTimeout};
 pub use recv::RecvBatch;
 pub use send::{Op, Remote, SendBatch, SendSpec};
-pub use signal::{check_batching, BatchSlot, UnsignaledCounter};
-pub use stop::{install_stop_signals, request_stop, stop_requested};
+pub use signal::{check_batching, BatchSlot, Reap, UnsignaledCounter};
+pub use stop::{install_stop_signals, request_stop, stop_requested, Ticker};
 pub use wr_batch::WrBatch;
 
 /// A prebuilt postlist that can be posted with selective signaling, through either post path.
@@ -24,8 +24,8 @@ pub trait Postlist {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Posts the whole postlist (one doorbell), signaling as `counter` says and reaping the
-    /// previous signaled completion first when one is due.
+    /// Posts the whole postlist (one doorbell), signaling as `counter` says and reaping send
+    /// completions first when its policy says so.
     fn post_selective(
         &mut self,
         counter: &mut UnsignaledCounter,

@@ -2,7 +2,7 @@
 
 use std::marker::PhantomData;
 
-use super::poll::{poll_one, PollTimeout};
+use super::poll::PollTimeout;
 use super::signal::UnsignaledCounter;
 use crate::error::{Error, Result};
 use crate::sys;
@@ -83,16 +83,20 @@ pub struct SendSpec {
     pub inline: bool,
 }
 
+/// No WR of the batch is signaled.
+const NO_SLOT: u32 = u32::MAX;
+/// Flags were set by hand; which WRs are signaled is unknown.
+const DIRTY: u32 = u32::MAX - 1;
+
 /// `postlist` linked `ibv_send_wr`s and their SGEs, built once. Borrowing the QP, the local MR and
 /// (for UD) the AH keeps every handle the WRs point to alive while the batch exists.
 pub struct SendBatch<'a> {
     wrs: Box<[sys::ibv_send_wr]>,
     sges: Box<[sys::ibv_sge]>,
     base_flags: u32,
-    /// The WR `post_selective` left signaled; `None` also after `set_signaled` took over.
-    signaled_slot: Option<u32>,
-    /// `set_signaled` was used: `post_selective` must clear every flag once before owning them.
-    flags_dirty: bool,
+    /// The WR `post_selective` left signaled, [`NO_SLOT`], or [`DIRTY`] after `set_signaled`
+    /// took over (then every flag is cleared once): one compare per post covers all three.
+    signaled_slot: u32,
     mr_start: u64,
     mr_end: u64,
     qp: &'a QueuePair,
@@ -197,8 +201,7 @@ impl<'a> SendBatch<'a> {
             wrs,
             sges,
             base_flags,
-            signaled_slot: None,
-            flags_dirty: false,
+            signaled_slot: NO_SLOT,
             mr_start,
             mr_end: mr_start + mr.len() as u64,
             qp,
@@ -219,7 +222,7 @@ impl<'a> SendBatch<'a> {
     /// Marks WR `i` signaled or not.
     #[inline(always)]
     pub fn set_signaled(&mut self, i: usize, signaled: bool) {
-        self.flags_dirty = true;
+        self.signaled_slot = DIRTY;
         self.put_signaled(i, signaled);
     }
 
@@ -280,8 +283,8 @@ impl<'a> SendBatch<'a> {
         Ok(())
     }
 
-    /// Posts the chain with selective signaling: WRs are signaled as `counter` says, and one send
-    /// completion is reaped before a new signaled WR whenever one is outstanding. Needs
+    /// Posts the chain with selective signaling: WRs are signaled as `counter` says, and send
+    /// completions are reaped first when its policy says the queue is full. Needs
     /// `len()` ≤ the counter's unsig_batch (at most one signaled WR per postlist). Costs O(1) per
     /// postlist: only the WR whose signaled flag changes is touched.
     #[inline(always)]
@@ -290,27 +293,33 @@ impl<'a> SendBatch<'a> {
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
     ) -> Result<()> {
-        if self.flags_dirty {
-            for i in 0..self.wrs.len() {
-                self.put_signaled(i, false);
-            }
-            self.signaled_slot = None;
-            self.flags_dirty = false;
-        }
         let b = counter.next_batch(self.wrs.len() as u32)?;
         if b.poll_first {
-            poll_one(self.qp.send_cq(), timeout)?;
+            counter.reap(self.qp.send_cq(), timeout)?;
         }
-        if b.signaled != self.signaled_slot {
-            if let Some(old) = self.signaled_slot {
-                self.put_signaled(old as usize, false);
-            }
-            if let Some(new) = b.signaled {
-                self.put_signaled(new as usize, true);
-            }
-            self.signaled_slot = b.signaled;
+        let want = b.signaled.unwrap_or(NO_SLOT);
+        if want != self.signaled_slot {
+            self.move_signal(want);
         }
         self.post()
+    }
+
+    /// Leaves exactly WR `want` (or none, for [`NO_SLOT`]) signaled.
+    #[inline(always)]
+    fn move_signal(&mut self, want: u32) {
+        match self.signaled_slot {
+            NO_SLOT => {}
+            DIRTY => {
+                for i in 0..self.wrs.len() {
+                    self.put_signaled(i, false);
+                }
+            }
+            old => self.put_signaled(old as usize, false),
+        }
+        if want != NO_SLOT {
+            self.put_signaled(want as usize, true);
+        }
+        self.signaled_slot = want;
     }
 }
 

@@ -1,16 +1,51 @@
-//! Selective signaling: one signaled WR every `unsig_batch`, and exactly one CQE polled before the
-//! send queue could overflow (the paper's §4 invariants).
+//! Selective signaling: one signaled WR every `unsig_batch`, and send completions reaped before
+//! the send queue could overflow (the paper's §4 invariants).
+//!
+//! Two reaping policies keep those invariants:
+//! - [`Reap::Eager`], the original suite's rule: at most one signaled WR in flight, its CQE reaped
+//!   right before the next signaled WR is posted (WRs in flight < 2 × unsig_batch).
+//! - [`Reap::Lazy`], perftest's: as many signaled WRs in flight as the send queue holds
+//!   (`queue_depth / unsig_batch − 1`), and only when that many are out, every CQE that has
+//!   arrived is reaped with one `ibv_poll_cq`. Fewer, fuller polls and a deeper pipeline.
 
-/// Counts posted WRs and says which must be signaled and when to reap a completion.
+use super::poll::{poll_exact, PollTimeout};
+use crate::error::Result;
+use crate::verbs::{CompletionQueue, WorkCompletion};
+
+/// When send completions are reaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reap {
+    /// One signaled WR in flight; reap it before posting the next (rdma_bench).
+    #[default]
+    Eager,
+    /// Fill the send queue; reap in bulk only when it is full (perftest).
+    Lazy,
+}
+
+/// CQEs reaped per `ibv_poll_cq` at most (perftest's CTX_POLL_BATCH).
+const REAP_BATCH: usize = 16;
+
+/// Counts posted WRs, says which must be signaled, and reaps their completions.
 #[derive(Debug, Clone)]
 pub struct UnsignaledCounter {
     unsig_batch: u32,
-    /// `posted mod unsig_batch`, kept as a counter: no division in the hot loop.
-    phase: u32,
+    /// WRs to post before the next signaled one: a countdown, so that a postlist without a
+    /// signaled WR costs one compare and one subtraction (no division, no modulo).
+    until_signal: u32,
+    /// Signaled WRs posted (or about to be) whose CQE is not reaped yet.
+    signaled_out: u32,
+    /// The most signaled WRs that may be in flight.
+    max_signaled_out: u32,
     posted: u64,
+    /// `posted mod unsig_batch`, for the per-WR reference model only.
+    #[cfg(test)]
+    phase: u32,
+    /// Room for one bulk reap.
+    wcs: Box<[WorkCompletion]>,
 }
 
-/// What to do for the next WR (the per-WR reference model of [`UnsignaledCounter::next_batch`]).
+/// What to do for the next WR (the per-WR reference model of [`UnsignaledCounter::next_batch`]
+/// with [`Reap::Eager`]).
 #[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot {
@@ -25,17 +60,34 @@ pub struct Slot {
 pub struct BatchSlot {
     /// Index of the one WR to signal, if any.
     pub signaled: Option<u32>,
-    /// Poll one send completion (the previous signaled WR's) before posting.
+    /// Reap send completions ([`UnsignaledCounter::reap`]) before posting.
     pub poll_first: bool,
 }
 
 impl UnsignaledCounter {
-    /// A counter signaling one WR in `unsig_batch` (≥ 1).
+    /// The original suite's counter: one WR in `unsig_batch` (≥ 1) signaled, [`Reap::Eager`].
     pub fn new(unsig_batch: u32) -> Self {
+        Self::with_reap(unsig_batch, Reap::Eager, 0)
+    }
+
+    /// A counter with the given reaping policy; [`Reap::Lazy`] keeps up to
+    /// `queue_depth / unsig_batch − 1` (at least one) signaled WRs in flight.
+    pub fn with_reap(unsig_batch: u32, reap: Reap, queue_depth: u32) -> Self {
+        let unsig_batch = unsig_batch.max(1);
+        let max_signaled_out = match reap {
+            Reap::Eager => 1,
+            Reap::Lazy => (queue_depth / unsig_batch).saturating_sub(1).max(1),
+        };
         UnsignaledCounter {
-            unsig_batch: unsig_batch.max(1),
-            phase: 0,
+            unsig_batch,
+            until_signal: 0,
+            signaled_out: 0,
+            max_signaled_out,
             posted: 0,
+            #[cfg(test)]
+            phase: 0,
+            wcs: vec![WorkCompletion::default(); (max_signaled_out as usize).min(REAP_BATCH)]
+                .into_boxed_slice(),
         }
     }
 
@@ -59,33 +111,69 @@ impl UnsignaledCounter {
     }
 
     /// Decides for a whole postlist of `n` WRs and counts them: O(1) per postlist instead of per
-    /// WR. `n` must not exceed `unsig_batch` (then at most one WR of a postlist is signaled, and
-    /// reaping one completion per postlist keeps the send queue from overflowing).
+    /// WR. `n` must not exceed `unsig_batch` (then at most one WR of a postlist is signaled).
+    /// When `poll_first` is set, the caller must [`reap`](Self::reap) before posting.
     #[inline(always)]
-    pub fn next_batch(&mut self, n: u32) -> Result<BatchSlot, crate::Error> {
-        if n == 0 || n > self.unsig_batch {
-            return Err(crate::Error::Config(format!(
-                "postlist ({n}) must not exceed unsig_batch ({})",
-                self.unsig_batch
-            )));
+    pub fn next_batch(&mut self, n: u32) -> Result<BatchSlot> {
+        // One compare for both n == 0 and n > unsig_batch.
+        if n.wrapping_sub(1) >= self.unsig_batch {
+            return Err(postlist_too_long(n, self.unsig_batch));
         }
-        // Index in this postlist of the WR whose global number is a multiple of unsig_batch.
-        let at = if self.phase == 0 {
-            0
-        } else {
-            self.unsig_batch - self.phase
-        };
-        let signaled = (at < n).then_some(at);
-        let poll_first = signaled.is_some() && self.posted + u64::from(at) > 0;
         self.posted += u64::from(n);
-        self.phase += n;
-        if self.phase >= self.unsig_batch {
-            self.phase -= self.unsig_batch;
+        let at = self.until_signal;
+        if at >= n {
+            self.until_signal = at - n;
+            return Ok(BatchSlot {
+                signaled: None,
+                poll_first: false,
+            });
         }
+        // WR `at` of this postlist is signaled; the next one comes unsig_batch WRs later.
+        self.until_signal = at + self.unsig_batch - n;
+        let poll_first = self.signaled_out == self.max_signaled_out;
+        self.signaled_out += 1;
         Ok(BatchSlot {
-            signaled,
+            signaled: Some(at),
             poll_first,
         })
+    }
+
+    /// Counts `m` reaped CQEs (each retires its signaled WR and every WR before it).
+    #[inline(always)]
+    pub fn retire(&mut self, m: u32) {
+        self.signaled_out -= m;
+    }
+
+    /// Reaps at least one send completion, and with [`Reap::Lazy`] every other one that has
+    /// arrived (never the CQE of the WR about to be posted: it is not posted yet).
+    #[inline]
+    pub fn reap(&mut self, cq: &CompletionQueue, timeout: PollTimeout) -> Result<()> {
+        let room = (self.signaled_out.saturating_sub(1) as usize).min(self.wcs.len());
+        if room == 0 {
+            return Ok(());
+        }
+        let wcs = &mut self.wcs[..room];
+        let mut n = cq.poll(wcs)?;
+        if n == 0 {
+            poll_exact(cq, &mut wcs[..1], timeout)?;
+            n = 1;
+        } else {
+            for wc in &wcs[..n] {
+                wc.result()?;
+            }
+        }
+        self.retire(n as u32);
+        Ok(())
+    }
+
+    /// Reaps every outstanding signaled completion (at the end of a run).
+    pub fn drain(&mut self, cq: &CompletionQueue, timeout: PollTimeout) -> Result<()> {
+        while self.signaled_out > 0 {
+            let room = (self.signaled_out as usize).min(self.wcs.len());
+            poll_exact(cq, &mut self.wcs[..room], timeout)?;
+            self.retire(room as u32);
+        }
+        Ok(())
     }
 
     /// One signaled WR every this many.
@@ -93,10 +181,28 @@ impl UnsignaledCounter {
         self.unsig_batch
     }
 
+    /// The most signaled WRs this counter lets be in flight.
+    pub fn max_signaled_out(&self) -> u32 {
+        self.max_signaled_out
+    }
+
+    /// Signaled WRs whose completion is not reaped yet.
+    pub fn signaled_out(&self) -> u32 {
+        self.signaled_out
+    }
+
     /// WRs counted so far.
     pub fn posted(&self) -> u64 {
         self.posted
     }
+}
+
+#[cold]
+#[inline(never)]
+fn postlist_too_long(n: u32, unsig_batch: u32) -> crate::Error {
+    crate::Error::Config(format!(
+        "postlist ({n}) must not exceed unsig_batch ({unsig_batch})"
+    ))
 }
 
 /// Checks the batching invariants before any resource is made; the message names the rule.
@@ -161,6 +267,9 @@ mod tests {
                 for _ in 0..200 {
                     let slots: Vec<Slot> = (0..n).map(|_| per_wr.next_slot()).collect();
                     let b = per_batch.next_batch(n).unwrap();
+                    if b.poll_first {
+                        per_batch.retire(1);
+                    }
                     let sig: Vec<u32> = (0..n).filter(|&i| slots[i as usize].signaled).collect();
                     assert_eq!(b.signaled, sig.first().copied(), "unsig {unsig} n {n}");
                     assert!(sig.len() <= 1);
@@ -202,6 +311,91 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Posts `batches` postlists under `reap`, with the NIC completing as late as it may (each
+    /// reap finds exactly one CQE, the oldest), and returns the most WRs ever in flight.
+    fn worst_in_flight(postlist: u32, unsig: u32, depth: u32, reap: Reap, batches: u32) -> u64 {
+        let mut c = UnsignaledCounter::with_reap(unsig, reap, depth);
+        let mut signaled_at: std::collections::VecDeque<u64> = Default::default();
+        let mut retired_upto = 0u64;
+        let mut worst = 0;
+        for _ in 0..batches {
+            let first = c.posted();
+            let b = c.next_batch(postlist).unwrap();
+            if b.poll_first {
+                retired_upto = signaled_at.pop_front().unwrap() + 1;
+                c.retire(1);
+            }
+            if let Some(i) = b.signaled {
+                signaled_at.push_back(first + u64::from(i));
+            }
+            assert_eq!(c.signaled_out() as usize, signaled_at.len());
+            assert!(c.signaled_out() <= c.max_signaled_out());
+            worst = worst.max(c.posted() - retired_upto);
+        }
+        worst
+    }
+
+    #[test]
+    fn lazy_reaping_fills_but_never_overflows_the_send_queue() {
+        for (postlist, unsig, depth) in [
+            (1u32, 64u32, 128u32),
+            (16, 16, 128),
+            (16, 64, 128),
+            (3, 7, 100),
+            (1, 1, 128),
+            (64, 64, 256),
+        ] {
+            let eager = worst_in_flight(postlist, unsig, depth, Reap::Eager, 2000);
+            let lazy = worst_in_flight(postlist, unsig, depth, Reap::Lazy, 2000);
+            assert!(
+                lazy <= u64::from(depth),
+                "{postlist}/{unsig}/{depth}: {lazy}"
+            );
+            assert!(
+                eager <= lazy,
+                "{postlist}/{unsig}/{depth}: {eager} > {lazy}"
+            );
+            // Lazy keeps the queue within one unsig batch of full.
+            assert!(
+                lazy + u64::from(unsig) >= u64::from(depth),
+                "{postlist}/{unsig}/{depth}: only {lazy} in flight"
+            );
+        }
+        // At depth = 2 × unsig_batch both policies are the same rule.
+        let mut a = UnsignaledCounter::with_reap(64, Reap::Lazy, 128);
+        let mut b = UnsignaledCounter::new(64);
+        for _ in 0..1000 {
+            assert_eq!(a.next_batch(8).unwrap(), b.next_batch(8).unwrap());
+            a.retire(a.signaled_out().saturating_sub(1));
+            b.retire(b.signaled_out().saturating_sub(1));
+        }
+    }
+
+    #[test]
+    fn lazy_reaping_allows_a_signaled_wr_per_unsig_batch_of_queue() {
+        assert_eq!(
+            UnsignaledCounter::with_reap(16, Reap::Lazy, 128).max_signaled_out(),
+            7
+        );
+        assert_eq!(
+            UnsignaledCounter::with_reap(64, Reap::Lazy, 128).max_signaled_out(),
+            1
+        );
+        assert_eq!(UnsignaledCounter::new(16).max_signaled_out(), 1);
+    }
+
+    #[test]
+    fn empty_or_too_long_postlists_are_refused() {
+        let mut c = UnsignaledCounter::new(16);
+        assert!(c.next_batch(0).is_err());
+        assert_eq!(
+            c.next_batch(17).unwrap_err().to_string(),
+            "postlist (17) must not exceed unsig_batch (16)"
+        );
+        assert_eq!(c.posted(), 0);
+        assert!(c.next_batch(16).is_ok());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! ibv_wr_complete` API: the provider builds WQEs straight from the per-WR calls, with no
 //! `ibv_send_wr` in between. Which path is cheaper depends on the provider: measure.
 
-use super::poll::{poll_one, PollTimeout};
+use super::poll::PollTimeout;
 use super::send::{Op, Remote, SendSpec};
 use super::signal::UnsignaledCounter;
 use crate::error::{Error, Result};
@@ -68,9 +68,8 @@ impl<'a> WrBatch<'a> {
         self.slots.is_empty()
     }
 
-    /// Posts the batch with selective signaling, as [`super::SendBatch::post_selective`]. The one
-    /// completion to reap (there is at most one per batch, as postlist ≤ unsig_batch) is reaped
-    /// before the batch is opened.
+    /// Posts the batch with selective signaling, as [`super::SendBatch::post_selective`].
+    /// Completions due are reaped before the batch is opened.
     #[inline(always)]
     pub fn post_selective(
         &mut self,
@@ -80,7 +79,7 @@ impl<'a> WrBatch<'a> {
         let first = counter.posted();
         let b = counter.next_batch(self.slots.len() as u32)?;
         if b.poll_first {
-            poll_one(self.qp.send_cq(), timeout)?;
+            counter.reap(self.qp.send_cq(), timeout)?;
         }
         let signal_at = b.signaled.map_or(usize::MAX, |i| i as usize);
         let ex = &self.ex;
