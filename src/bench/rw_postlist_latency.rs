@@ -2,8 +2,6 @@
 //! (the only one signaled). Server threads post; client threads are passive targets. Reports the
 //! average, median and 99th percentile per thread.
 
-use std::time::Instant;
-
 use clap::Parser;
 
 use super::common::{fill_byte, slot_stride, CommonArgs};
@@ -11,7 +9,7 @@ use super::connected::{finish_active, run_connected, verify_slots};
 use super::rw_tput::{validate as validate_rw, RwFlags};
 use crate::error::{Error, Result};
 use crate::hot::{poll_one, stop_requested, PollTimeout, SendBatch};
-use crate::stats::{JsonObject, LatencySummary};
+use crate::stats::{CycleClock, JsonObject, LatencySummary, Stamp};
 
 /// rw-postlist-latency's command line: rw-tput's flags plus the sample count.
 #[derive(Parser, Debug, Clone)]
@@ -57,20 +55,23 @@ pub fn run(a: Args) -> Result<()> {
         let last = batch.len() - 1;
         batch.set_signaled(last, true);
         let timeout = PollTimeout::default();
-        let mut samples_us: Vec<f64> = Vec::with_capacity(a.samples);
+        let clock = CycleClock::new();
+        let mut samples: Vec<Stamp> = Vec::with_capacity(a.samples);
         let postlist = u64::from(f.postlist);
         let mut ops = 0u64;
         counters.start(t);
         let limit = a.common.op_limit();
-        while !stop_requested() && samples_us.len() < a.samples && ops < limit {
-            let t0 = Instant::now();
+        while !stop_requested() && samples.len() < a.samples && ops < limit {
+            let t0 = clock.stamp();
             batch.post()?;
             poll_one(ep.qp.send_cq(), timeout)?;
-            samples_us.push(t0.elapsed().as_secs_f64() * 1e6);
+            samples.push(clock.stamp().wrapping_sub(t0));
             ops += postlist;
             counters.set(t, ops);
         }
         counters.stop(t);
+        let ticks_per_us = clock.ticks_per_us();
+        let mut samples_us: Vec<f64> = samples.iter().map(|&c| c as f64 / ticks_per_us).collect();
         if a.common.verify && f.do_read {
             verify_slots(
                 ep,

@@ -1,10 +1,12 @@
 //! Counting and reporting: per-thread operation counters read once a second by the main thread,
 //! the C suite's report lines, JSON lines, and latency summaries.
 
+mod cycles;
 mod json;
 mod latency;
 mod report;
 
+pub use cycles::{CycleClock, Stamp};
 pub use json::JsonObject;
 pub use latency::LatencySummary;
 pub use report::{Counters, Reporter, RunInfo, Summary};
