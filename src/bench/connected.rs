@@ -94,7 +94,7 @@ pub(crate) struct Pair {
 
 /// Makes thread `gid`'s endpoint and connects it to its namesake on the other side
 /// (`server-<gid>` ↔ `client-<gid>`).
-fn connect_pair(s: &Connected<'_>, gid: usize) -> Result<Pair> {
+pub(crate) fn connect_pair(s: &Connected<'_>, gid: usize) -> Result<Pair> {
     let common = s.common;
     let spec = EndpointSpec {
         qp_type: if s.use_uc { QpType::Uc } else { QpType::Rc },

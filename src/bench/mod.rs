@@ -11,3 +11,4 @@ pub mod rw_postlist_latency;
 pub mod rw_tput;
 pub mod sender_scalability;
 pub mod ud_tput;
+pub mod write_lat;

@@ -1,0 +1,158 @@
+//! Running benchmark binaries as a user would, in pairs, against the testbed's device, and
+//! checking what they print.
+
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Output, Stdio};
+
+use super::memcached::Memcached;
+
+/// Seconds a counting side runs.
+pub const SECS: &str = "3";
+
+pub fn device_args() -> Vec<String> {
+    let dev = std::env::var("RDMA_BENCH_DEVICE")
+        .expect("RDMA_BENCH_DEVICE is not set: device tests run through bench_scripts/test.sh");
+    let mut v = vec!["--device".to_string(), dev];
+    if let Ok(g) = std::env::var("RDMA_BENCH_GID_INDEX") {
+        v.extend(["--gid-index".to_string(), g]);
+    }
+    v
+}
+
+pub fn spawn(bin: &str, m: &Memcached, args: &[&str], duration: &str) -> Child {
+    Command::new(bin)
+        .args(args)
+        .args(device_args())
+        .args([
+            "--registry",
+            &m.addr(),
+            "--duration",
+            duration,
+            "--json",
+            "--connect-timeout",
+            "60",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("benchmark binary runs")
+}
+
+pub fn finish(c: Child, what: &str) -> String {
+    let out: Output = c.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    stdout
+}
+
+/// Runs `bin` as server (`server_args`) and client (`client_args` + --is-client 1); the passive
+/// side gets a longer duration (it leaves on the active side's "done").
+pub fn run_pair(
+    bin: &str,
+    server_args: &[&str],
+    client_args: &[&str],
+    server_secs: &str,
+    client_secs: &str,
+) -> (String, String) {
+    let m = Memcached::start();
+    let server = spawn(bin, &m, server_args, server_secs);
+    let mut cargs = client_args.to_vec();
+    cargs.extend(["--is-client", "1"]);
+    let client = spawn(bin, &m, &cargs, client_secs);
+    let s = finish(server, "server");
+    let c = finish(client, "client");
+    (s, c)
+}
+
+/// Checks a counting side's output: per-thread IOPS lines for every thread, all non-zero, the
+/// summary line, and a JSON summary with the run's facts. Returns the summary's Mops.
+pub fn check_counting(out: &str, role: &str, threads: usize, bench: &str, op: &str) -> f64 {
+    for t in 0..threads {
+        let prefix = format!("main: {role} {t}: ");
+        let rates: Vec<f64> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix(&prefix)?.strip_suffix(" IOPS")?.parse().ok())
+            .collect();
+        assert!(!rates.is_empty(), "no rate line for {role} {t}:\n{out}");
+        assert!(
+            rates[0] > 0.0,
+            "{role} {t} measured nothing in its first second:\n{out}"
+        );
+    }
+    let total: f64 = out
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("main: Total throughput = ")?
+                .strip_suffix(" Mops")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no summary line:\n{out}"));
+    assert!(total > 0.0, "zero total:\n{out}");
+    let summary: serde_json::Value = out
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .unwrap_or_else(|e| panic!("bad JSON {l}: {e}"))
+        })
+        .find(|v| v["summary"] == true)
+        .unwrap_or_else(|| panic!("no JSON summary:\n{out}"));
+    assert_eq!(summary["bench"], bench);
+    assert_eq!(summary["op"], op);
+    assert_eq!(summary["threads"], threads as u64);
+    assert!(summary["ops"].as_u64().unwrap() > 0);
+    let mops = summary["mops"].as_f64().unwrap();
+    assert!((mops - total).abs() < 1e-3, "JSON {mops} vs line {total}");
+    for per_thread in out
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    {
+        if per_thread.get("thread").is_some() && per_thread.get("latency").is_none() {
+            for k in [
+                "bench",
+                "role",
+                "thread",
+                "elapsed_s",
+                "ops",
+                "mops",
+                "op",
+                "size",
+                "postlist",
+            ] {
+                assert!(
+                    per_thread.get(k).is_some(),
+                    "per-thread JSON lacks {k}: {per_thread}"
+                );
+            }
+        }
+    }
+    total
+}
+
+pub fn check_passive(out: &str, bench: &str) {
+    assert!(
+        out.contains(" done"),
+        "passive side did not finish cleanly:\n{out}"
+    );
+    let last = out
+        .lines()
+        .rfind(|l| l.starts_with('{'))
+        .expect("passive JSON summary");
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(
+        (
+            v["bench"].as_str(),
+            v["summary"].as_bool(),
+            v["passive"].as_bool()
+        ),
+        (Some(bench), Some(true), Some(true))
+    );
+}
