@@ -65,7 +65,7 @@ pub fn run(a: Args) -> Result<()> {
             let t0 = clock.stamp();
             batch.post()?;
             poll_one(ep.qp.send_cq(), timeout)?;
-            samples.push(clock.stamp().wrapping_sub(t0));
+            samples.push(CycleClock::ticks(t0, clock.stamp()));
             ops += postlist;
             counters.set(t, ops);
         }

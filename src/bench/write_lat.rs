@@ -185,7 +185,7 @@ fn ping_pong(
     let ticks_per_us = clock.ticks_per_us();
     let round_trips = posts
         .windows(2)
-        .map(|w| w[1].wrapping_sub(w[0]) as f64 / ticks_per_us)
+        .map(|w| CycleClock::ticks(w[0], w[1]) as f64 / ticks_per_us)
         .collect();
     Ok((n, round_trips))
 }

@@ -1,7 +1,9 @@
 //! Cheap timestamps for latency samples: the CPU's time-stamp counter where there is one (as
 //! perftest's `get_cycles`), converted to time by calibrating it against the monotonic clock over
 //! the whole sampling run. `Instant::now()` can cost microseconds where the kernel's clocksource is
-//! not the TSC (HPET under emulation, some VMs), which would land in every sample.
+//! not the TSC (HPET under emulation, some VMs), which would land in every sample. Like perftest,
+//! this assumes an invariant TSC that is synchronized across CPUs (every x86 server of the last
+//! decade); a stamp pair that runs backwards counts as zero rather than as 2^64 ticks.
 
 use std::time::Instant;
 
@@ -51,11 +53,17 @@ impl CycleClock {
         EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
     }
 
+    /// Ticks from `earlier` to `later` (zero if the counter went backwards).
+    #[inline(always)]
+    pub fn ticks(earlier: Stamp, later: Stamp) -> u64 {
+        later.saturating_sub(earlier)
+    }
+
     /// Ticks per microsecond over the time since [`CycleClock::new`]: call it after sampling, so
     /// the interval is long and the two clock reads' cost is spread thin.
     pub fn ticks_per_us(&self) -> f64 {
         let us = self.start.elapsed().as_secs_f64() * 1e6;
-        let ticks = Self::stamp_now().wrapping_sub(self.start_stamp) as f64;
+        let ticks = Self::ticks(self.start_stamp, Self::stamp_now()) as f64;
         if us > 0.0 && ticks > 0.0 {
             ticks / us
         } else {
