@@ -17,7 +17,7 @@ usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
 case $1 in -h | --help) usage; exit 0 ;; esac
 bench=$1; shift
 case $bench in
-  rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability) ;;
+  rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability | write-lat) ;;
   *) echo "run-local.sh: unknown benchmark '$bench'" >&2; exit 2 ;;
 esac
 
@@ -54,7 +54,7 @@ for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
 
 # Who counts: the passive side runs longer and leaves on the active side's "done".
 case $bench in
-  rw-tput-receiver | ud-sender | ud-receiver) server_d=$duration; client_d=$duration ;;
+  rw-tput-receiver | ud-sender | ud-receiver | write-lat) server_d=$duration; client_d=$duration ;;
   *) server_d=$duration; client_d=$(python3 -c "print($duration + 30)") ;;
 esac
 [ "$bench" = rw-tput-receiver ] && { server_d=$(python3 -c "print($duration + 30)"); client_d=$duration; }

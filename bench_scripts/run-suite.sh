@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmark suite: a short run of each of the paper's microbenchmarks on the first ACTIVE RDMA
-# device (Soft-RoCE through softroce.sh when there is none), then a table:
+# device (Soft-RoCE through softroce.sh when there is none), plus write-lat, then a table:
 # benchmark, op, size, postlist, Mops. Each run lasts SUITE_DURATION seconds (default 3).
 # Full logs go to target/suite/<n>-<bench>.log. SUITE_ONLY=<bench> runs just that benchmark's lines.
 set -euo pipefail
@@ -27,6 +27,7 @@ suite=(
   "ud-receiver --size 32 --postlist 16"
   "rw-allsig --size 8 --window 32 --do-read 1"
   "rw-postlist-latency --size 8 --postlist 1 --samples 100000"
+  "write-lat --size 8"
   "sender-scalability --size 32 --num-clients 16"
 )
 echo "device ${RDMA_BENCH_DEVICE:-$(ls /sys/class/infiniband | head -1)}, ${d}s per run"
@@ -53,16 +54,22 @@ for n in range(1, count + 1):
         lat = {}
         rows = []
         for line in open(log):
-            body = line.split("] ", 1)[-1].strip()
+            role, _, body = line.strip().rpartition("] ")
             if not body.startswith("{"):
                 continue
             o = json.loads(body)
             if o.get("latency"):
-                lat = o
+                # rw-postlist-latency's keys, or write-lat's (perftest's names); one per role.
+                lat[o.get("role", role.lstrip("[").lower())] = o
             elif o.get("summary") and not o.get("passive"):
                 rows.append(o)
         for o in rows:
-            l = f"{lat['average_us']:.1f}/{lat['median_us']:.1f}/{lat['p99_us']:.1f}" if lat else ""
+            v = lat.get(o["role"]) or next(iter(lat.values()), None)
+            l = ""
+            if v:
+                avg = v.get("average_us", v.get("t_avg_us"))
+                med = v.get("median_us", v.get("t_typical_us"))
+                l = f"{avg:.1f}/{med:.1f}/{v['p99_us']:.1f}"
             print(f"{o['bench']:<21} {o['role']:<7} {o['op']:<6} {o['size']:>5} {o['postlist']:>8} {o['mops']:>9.4f}  {l}")
         if not rows:
             print(f"{os.path.basename(log):<21} (no summary: see {log})")

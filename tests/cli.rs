@@ -139,6 +139,7 @@ fn every_benchmark_explains_itself() {
         env!("CARGO_BIN_EXE_rw-allsig"),
         env!("CARGO_BIN_EXE_rw-postlist-latency"),
         env!("CARGO_BIN_EXE_sender-scalability"),
+        env!("CARGO_BIN_EXE_write-lat"),
     ] {
         let out = Command::new(bin).arg("--help").output().unwrap();
         let help = String::from_utf8_lossy(&out.stdout);
@@ -158,4 +159,32 @@ fn every_benchmark_explains_itself() {
             assert!(help.contains(flag), "{bin} --help lacks {flag}");
         }
     }
+}
+
+#[test]
+fn reaping_policy_and_write_lat_flags_are_checked() {
+    let (code, err) = refuse(SENDER, &["--reap", "sometimes"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("'sometimes' is not eager or lazy"), "{err}");
+    let help = Command::new(SENDER).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--reap <eager|lazy>"), "{help}");
+    assert!(help.contains("[default: eager]"), "{help}");
+
+    let lat = env!("CARGO_BIN_EXE_write-lat");
+    assert_eq!(
+        refuse(lat, &["--size", "61"]),
+        (1, "write-lat: size 61 is above the inline limit of 60 bytes for inlined WRITEs (see --max-inline)\n".into())
+    );
+    assert_eq!(
+        refuse(lat, &["--iters", "1"]),
+        (
+            1,
+            "write-lat: iters must be at least 2 (a sample is the time between two posts)\n".into()
+        )
+    );
+    assert_eq!(
+        refuse(lat, &["--size", "0"]),
+        (1, "write-lat: size must be at least 1 byte\n".into())
+    );
 }
