@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
 # Ours against perftest on the same device, in the same boot: each pair alternated A/B REPS times
-# (default 3) with the same duration, medians and ratios; then user-space instructions per posted
+# (default 5) with the same duration, medians and ratios; then user-space instructions per posted
 # op from callgrind. Table on stdout, JSON in target/compare/results.json.
 #
 # Both post paths are compared like for like: ours --post-api classic (the C suite's linked
 # ibv_send_wr + ibv_post_send) against perftest --use_old_post_send, and ours --post-api wr against
 # perftest's default ibv_wr_* flow.
-# Matched knobs: size 32 B, postlist (-l), send queue depth 128 (-t 128), inline WRITEs up to 60 B
-# (-I 60; where perftest disables inline for the device, ours runs with --inline 0 as well), one signaled WR per 64 (-Q 64) at postlist 1 and per 16 (-Q 16, --unsig-batch 16)
-# at postlist 16 — perftest requires the postlist to be a multiple of its CQ moderation, so our
-# default unsig batch of 64 cannot be matched there — and 16 outstanding READs (-o 16).
-# Not matchable: perftest keeps one QP and no registry; its READ loop waits on its own schedule.
+# Matched knobs: size 32 B, postlist (-l), send queue depth 128 (-t 128) with as many WRs in flight
+# (ours --reap lazy: perftest lets -t WRs fly and reaps when the queue is full; our default, the
+# original's eager rule, keeps < 2 x unsig_batch in flight), inline WRITEs up to 60 B (-I 60; where
+# perftest disables inline for the device, ours runs with --inline 0 as well), one signaled WR per
+# 64 (-Q 64) at postlist 1 and per 16 (-Q 16, --unsig-batch 16) at postlist 16 (perftest requires
+# the postlist to be a multiple of its CQ moderation), and 16 outstanding READs (-o 16).
+# Not matchable: perftest keeps no registry and stamps every post (tposted) in its bw loops.
 #
-# Latency: ib_write_lat reports half of a ping-pong round trip (two WRITEs, each detected by the
-# receiver polling memory). Ours (rw-postlist-latency, postlist 1) times one WRITE from doorbell to
-# its completion, i.e. until the responder's ACK is back: also one round trip. So we compare our
-# median with 2 × perftest's t_typical (both one round trip through the responder).
+# Latency: write-lat against ib_write_lat, both the same ping-pong (each side spins on the last
+# byte of its receive buffer, then WRITEs back), both reporting t_typical = median of half the
+# time between consecutive posts, -n LAT_N iterations (default 20000), size 8.
 #
 # Instructions per op: callgrind counts user-space instructions exactly. Each tool runs N1 and N2
 # operations; (Ir(N2) - Ir(N1)) / (N2 - N1) removes setup and teardown, leaving the per-op cost of
 # the posting loop with everything it calls in user space (the provider's post_send included).
+# One extra row shows the original's eager reaping rule at postlist 16, for reference.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -33,9 +35,10 @@ for t in ib_write_bw ib_read_bw ib_write_lat valgrind memcached python3; do
 done
 
 D=${COMPARE_DURATION:-3}
-REPS=${COMPARE_REPS:-3}
+REPS=${COMPARE_REPS:-5}
 N1=${COMPARE_N1:-50000}
 N2=${COMPARE_N2:-250000}
+LAT_N=${COMPARE_LAT_N:-20000}
 PARTS=${COMPARE_PARTS:-tput lat instr}  # any subset, e.g. COMPARE_PARTS=instr
 out=target/compare
 mkdir -p "$out"
@@ -64,7 +67,7 @@ ours() {
   local c=$!
   local line
   line=$($B/rw-tput-sender "${ours_dev[@]}" "${reg[@]}" --size 32 --postlist "$l" --unsig-batch "$q" \
-    --do-read "$read" --duration "$D" --json "${inline[@]}" "$@" | grep '"summary":true')
+    --do-read "$read" --reap lazy --duration "$D" --json "${inline[@]}" "$@" | grep '"summary":true')
   wait $c || true
   python3 -c 'import json,sys; print(json.loads(sys.argv[1])["mops"])' "$line"
 }
@@ -103,8 +106,12 @@ pair() { # name, our-cmd..., '--', perftest-cmd...
   done
   local oa=() pb=() i
   for i in $(seq "$REPS"); do
-    oa+=("$("${a[@]}")")
-    pb+=("$("${b[@]}")")
+    # ABBA order, so that neither tool always runs right after the other's teardown.
+    if ((i % 2)); then
+      oa+=("$("${a[@]}")"); pb+=("$("${b[@]}")")
+    else
+      pb+=("$("${b[@]}")"); oa+=("$("${a[@]}")")
+    fi
     echo "$name rep $i: ours ${oa[-1]} perftest ${pb[-1]}" >>"$raw"
   done
   RES[$name]="$(median "${oa[@]}") $(median "${pb[@]}") ${oa[*]} / ${pb[*]}"
@@ -124,23 +131,24 @@ if [[ " $PARTS " == *" tput "* ]]; then
   pair "WRITE 32B postlist 16, ibv_wr_* (Mops)" ours 0 16 16 --post-api wr -- perftest ib_write_bw 16 16 -I 60
 fi
 
-# Latency: our median post-to-completion vs 2 × ib_write_lat's t_typical (µs).
+# Latency: write-lat's t_typical vs ib_write_lat's (µs), same ping-pong, same iterations.
 ours_lat() {
-  $B/rw-postlist-latency --is-client 1 "${ours_dev[@]}" "${reg[@]}" --size 8 --duration 120 >/dev/null 2>&1 &
-  local c=$!
+  $B/write-lat "${ours_dev[@]}" "${reg[@]}" --size 8 --iters "$LAT_N" "${inline[@]}" >/dev/null 2>&1 &
+  local s=$!
   local line
-  line=$($B/rw-postlist-latency "${ours_dev[@]}" "${reg[@]}" --size 8 --postlist 1 --samples 20000 --json | grep '"latency":true')
-  wait $c || true
-  python3 -c 'import json,sys; print(json.loads(sys.argv[1])["median_us"])' "$line"
+  line=$($B/write-lat --is-client 1 "${ours_dev[@]}" "${reg[@]}" --size 8 --iters "$LAT_N" "${inline[@]}" --json |
+    grep '"latency":true')
+  wait $s || true
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1])["t_typical_us"])' "$line"
 }
 perftest_lat() {
-  ib_write_lat "${pt[@]}" -s 8 -n 20000 >/dev/null 2>&1 &
+  ib_write_lat "${pt[@]}" -s 8 -n "$LAT_N" >/dev/null 2>&1 &
   local s=$!
   sleep 1
-  ib_write_lat "${pt[@]}" -s 8 -n 20000 127.0.0.1 2>/dev/null | awk '/^ *8 +[0-9]+ /{print 2 * $5}'
+  ib_write_lat "${pt[@]}" -s 8 -n "$LAT_N" 127.0.0.1 2>/dev/null | awk '/^ *8 +[0-9]+ /{print $5}'
   wait $s || true
 }
-[[ " $PARTS " == *" lat "* ]] && pair "WRITE 8B round trip, median (us)" ours_lat -- perftest_lat
+[[ " $PARTS " == *" lat "* ]] && pair "WRITE 8B ping-pong, t_typical (us)" ours_lat -- perftest_lat
 
 # Instructions per op (callgrind), WRITE 32 B, postlist 1 and 16.
 ir() { # outfile -> total Ir
@@ -164,27 +172,35 @@ perftest_ir() { # postlist cqmod iters [extra flags]
   ir "$out/cg.perftest"
 }
 per_op() { python3 -c "print(round(($2 - $1) / ($4 - $3), 1))" "$@"; }
-if [[ " $PARTS " == *" instr "* ]]; then
-  for api in classic wr; do
-    if [ $api = classic ]; then ours_x=(); pt_x=(--use_old_post_send); label="ibv_post_send"; else ours_x=(--post-api wr); pt_x=(); label="ibv_wr_*"; fi
-    for l in 1 16; do
-      q=$([ $l = 1 ] && echo 64 || echo 16)
-      o1=$(ours_ir $l $q $N1 "${ours_x[@]}"); o2=$(ours_ir $l $q $N2 "${ours_x[@]}")
-      p1=$(perftest_ir $l $q $N1 "${pt_x[@]}"); p2=$(perftest_ir $l $q $N2 "${pt_x[@]}")
-      name="WRITE 32B postlist $l, $label (user instr/op)"
-      echo "callgrind $name: ours $o1 -> $o2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
-      RES[$name]="$(per_op "$o1" "$o2" "$N1" "$N2") $(per_op "$p1" "$p2" "$N1" "$N2") $o1,$o2 / $p1,$p2"
-      ORDER+=("$name")
-    done
+instr_pair() { # name postlist unsig ours-flags... -- perftest-flags...
+  local name=$1 l=$2 q=$3; shift 3
+  local ox=() px=() side=o x
+  for x in "$@"; do
+    if [ "$x" = -- ]; then side=p; continue; fi
+    if [ $side = o ]; then ox+=("$x"); else px+=("$x"); fi
   done
+  local o1 o2 p1 p2
+  o1=$(ours_ir "$l" "$q" "$N1" "${ox[@]}"); o2=$(ours_ir "$l" "$q" "$N2" "${ox[@]}")
+  p1=$(perftest_ir "$l" "$q" "$N1" "${px[@]}"); p2=$(perftest_ir "$l" "$q" "$N2" "${px[@]}")
+  echo "callgrind $name: ours $o1 -> $o2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
+  RES[$name]="$(per_op "$o1" "$o2" "$N1" "$N2") $(per_op "$p1" "$p2" "$N1" "$N2") $o1,$o2 / $p1,$p2"
+  ORDER+=("$name")
+}
+if [[ " $PARTS " == *" instr "* ]]; then
+  for l in 1 16; do
+    q=$([ $l = 1 ] && echo 64 || echo 16)
+    instr_pair "WRITE 32B postlist $l, ibv_post_send (user instr/op)" $l $q --reap lazy -- --use_old_post_send
+    instr_pair "WRITE 32B postlist $l, ibv_wr_* (user instr/op)" $l $q --reap lazy --post-api wr --
+  done
+  instr_pair "WRITE 32B postlist 16, ibv_post_send, ours --reap eager (user instr/op)" 16 16 --reap eager -- --use_old_post_send
 fi
 
 # One row per pair: name, our median, perftest's median, and the individual runs.
 : >"$out/pairs.tsv"
 for k in "${ORDER[@]}"; do printf '%s\t%s\n' "$k" "${RES[$k]}" >>"$out/pairs.tsv"; done
-python3 - "$out" "$dev" "$D" "$REPS" "$N1" "$N2" <<'PY'
+python3 - "$out" "$dev" "$D" "$REPS" "$N1" "$N2" "$LAT_N" <<'PY'
 import json, sys
-out, dev, dur, reps, n1, n2 = sys.argv[1:]
+out, dev, dur, reps, n1, n2, lat_n = sys.argv[1:]
 rows = []
 for line in open(f"{out}/pairs.tsv"):
     name, rest = line.rstrip("\n").split("\t")
@@ -192,13 +208,21 @@ for line in open(f"{out}/pairs.tsv"):
     ours, theirs = float(ours), float(theirs)
     lower_is_better = "(us)" in name or "instr" in name
     ratio = ours / theirs if theirs else float("nan")
+    # How much perftest varies against itself in this boot: the noise a ratio has to be read in.
+    spread = None
+    if "instr" not in name:
+        theirs_runs = [float(x) for x in runs.split(" / ")[1].split()]
+        spread = round(max(theirs_runs) / min(theirs_runs), 2)
     rows.append({"pair": name, "ours": ours, "perftest": theirs, "ratio": round(ratio, 3),
-                 "better_is": "lower" if lower_is_better else "higher", "runs": runs})
+                 "better_is": "lower" if lower_is_better else "higher", "perftest_spread": spread,
+                 "runs": runs})
 w = max(len(r["pair"]) for r in rows)
-print(f"{'pair':<{w}}  {'ours':>10}  {'perftest':>10}  {'ratio':>6}")
+print(f"{'pair':<{w}}  {'ours':>10}  {'perftest':>10}  {'ratio':>6}  {'perftest max/min':>16}")
 for r in rows:
-    print(f"{r['pair']:<{w}}  {r['ours']:>10.4g}  {r['perftest']:>10.4g}  {r['ratio']:>6.3f}")
-meta = {"device": dev, "duration_s": float(dur), "reps": int(reps), "callgrind_ops": [int(n1), int(n2)]}
+    sp = f"{r['perftest_spread']:.2f}" if r["perftest_spread"] else "exact"
+    print(f"{r['pair']:<{w}}  {r['ours']:>10.4g}  {r['perftest']:>10.4g}  {r['ratio']:>6.3f}  {sp:>16}")
+meta = {"device": dev, "duration_s": float(dur), "reps": int(reps), "callgrind_ops": [int(n1), int(n2)],
+        "latency_iters": int(lat_n)}
 json.dump({"meta": meta, "pairs": rows}, open(f"{out}/results.json", "w"), indent=1)
 print(f"(ratio = ours / perftest; medians of {reps} alternated runs of {dur} s on {dev}; JSON: {out}/results.json)")
 PY
