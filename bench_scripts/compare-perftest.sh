@@ -39,7 +39,7 @@ REPS=${COMPARE_REPS:-5}
 N1=${COMPARE_N1:-50000}
 N2=${COMPARE_N2:-250000}
 LAT_N=${COMPARE_LAT_N:-20000}
-PARTS=${COMPARE_PARTS:-tput lat instr}  # any subset, e.g. COMPARE_PARTS=instr
+PARTS=${COMPARE_PARTS:-tput control lat instr}  # any subset, e.g. COMPARE_PARTS=instr
 out=target/compare
 mkdir -p "$out"
 raw=$out/raw.txt
@@ -129,6 +129,14 @@ if [[ " $PARTS " == *" tput "* ]]; then
   # ibv_wr_* path on both sides (perftest's default where the provider has it).
   pair "WRITE 32B postlist 1, ibv_wr_* (Mops)" ours 0 1 64 --post-api wr -- perftest ib_write_bw 1 64 -I 60
   pair "WRITE 32B postlist 16, ibv_wr_* (Mops)" ours 0 16 16 --post-api wr -- perftest ib_write_bw 16 16 -I 60
+fi
+
+# Control: perftest against itself through the same pairing, so the table says what ratio this
+# boot's noise alone produces (its "ours" column is perftest too).
+if [[ " $PARTS " == *" control "* ]]; then
+  old=--use_old_post_send
+  pair "control: perftest vs perftest, WRITE 32B postlist 1 (Mops)" perftest ib_write_bw 1 64 -I 60 $old -- perftest ib_write_bw 1 64 -I 60 $old
+  pair "control: perftest vs perftest, READ 32B postlist 1 (Mops)" perftest ib_read_bw 1 64 -o 16 $old -- perftest ib_read_bw 1 64 -o 16 $old
 fi
 
 # Latency: write-lat's t_typical vs ib_write_lat's (µs), same ping-pong, same iterations.
