@@ -12,6 +12,8 @@
 # perftest disables inline for the device, ours runs with --inline 0 as well), one signaled WR per
 # 64 (-Q 64) at postlist 1 and per 16 (-Q 16, --unsig-batch 16) at postlist 16 (perftest requires
 # the postlist to be a multiple of its CQ moderation), and 16 outstanding READs (-o 16).
+# Every perftest process runs under `timeout`: a client that fails to connect must not leave its
+# server waiting forever (seen once under load).
 # Not matchable: perftest keeps no registry and stamps every post (tposted) in its bw loops.
 #
 # Latency: write-lat against ib_write_lat, both the same ping-pong (each side spins on the last
@@ -75,10 +77,10 @@ ours() {
 # perftest TOOL POSTLIST CQMOD [extra...] -> Mpps (duration D)
 perftest() {
   local tool=$1 l=$2 q=$3; shift 3
-  $tool "${pt[@]}" -s 32 -l "$l" -Q "$q" -t 128 -D "$D" "$@" >/dev/null 2>&1 &
+  timeout 120 $tool "${pt[@]}" -s 32 -l "$l" -Q "$q" -t 128 -D "$D" "$@" >/dev/null 2>&1 &
   local s=$!
   sleep 1
-  $tool "${pt[@]}" -s 32 -l "$l" -Q "$q" -t 128 -D "$D" "$@" 127.0.0.1 2>/dev/null |
+  timeout 120 $tool "${pt[@]}" -s 32 -l "$l" -Q "$q" -t 128 -D "$D" "$@" 127.0.0.1 2>/dev/null |
     awk '/^ *32 +[0-9]+ /{print $5}'
   wait $s || true
 }
@@ -150,10 +152,10 @@ ours_lat() {
   python3 -c 'import json,sys; print(json.loads(sys.argv[1])["t_typical_us"])' "$line"
 }
 perftest_lat() {
-  ib_write_lat "${pt[@]}" -s 8 -n "$LAT_N" >/dev/null 2>&1 &
+  timeout 120 ib_write_lat "${pt[@]}" -s 8 -n "$LAT_N" >/dev/null 2>&1 &
   local s=$!
   sleep 1
-  ib_write_lat "${pt[@]}" -s 8 -n "$LAT_N" 127.0.0.1 2>/dev/null | awk '/^ *8 +[0-9]+ /{print $5}'
+  timeout 120 ib_write_lat "${pt[@]}" -s 8 -n "$LAT_N" 127.0.0.1 2>/dev/null | awk '/^ *8 +[0-9]+ /{print $5}'
   wait $s || true
 }
 [[ " $PARTS " == *" lat "* ]] && pair "WRITE 8B ping-pong, t_typical (us)" ours_lat -- perftest_lat
@@ -171,7 +173,7 @@ ours_ir() { # postlist unsig iters [extra flags]
   ir "$out/cg.ours"
 }
 perftest_ir() { # postlist cqmod iters [extra flags]
-  ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" -t 128 -I 60 -n "$3" "${@:4}" >/dev/null 2>&1 &
+  timeout 900 ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" -t 128 -I 60 -n "$3" "${@:4}" >/dev/null 2>&1 &
   local s=$!
   sleep 1
   valgrind --tool=callgrind --callgrind-out-file="$out/cg.perftest" ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" \
