@@ -149,7 +149,8 @@ fn ping_pong(
     let timeout = PollTimeout::default();
     let limit = common.op_limit();
     let clock = CycleClock::new();
-    let mut posts: Vec<Stamp> = Vec::with_capacity(limit.min(1 << 24) as usize);
+    // Room for 1 Mi stamps (8 MiB) up front; only longer --duration runs ever grow it.
+    let mut posts: Vec<Stamp> = Vec::with_capacity(limit.saturating_add(1).min(1 << 20) as usize);
     let mut waiter = PeerWait::new(pair);
     let mut n = 0u64;
     counters.start(t);
@@ -194,6 +195,8 @@ fn ping_pong(
 /// once the peer says it is done, and fails when nothing arrives for the poll timeout.
 struct PeerWait<'a> {
     pair: &'a Pair,
+    /// The registry key the peer marks when it is done.
+    peer_done: String,
     timeout: Duration,
 }
 
@@ -201,6 +204,7 @@ impl<'a> PeerWait<'a> {
     fn new(pair: &'a Pair) -> Self {
         PeerWait {
             pair,
+            peer_done: format!("{}-done", pair.peer),
             timeout: PollTimeout::default().0,
         }
     }
@@ -219,11 +223,10 @@ impl<'a> PeerWait<'a> {
             spins = spins.wrapping_add(1);
             if spins % SPINS_PER_CHECK == 0 {
                 let t0 = *since.get_or_insert_with(Instant::now);
-                let done = format!("{}-done", self.pair.peer);
                 if self
                     .pair
                     .reg
-                    .is_ready(&done, Some(self.pair.remote.run_id))?
+                    .is_ready(&self.peer_done, Some(self.pair.remote.run_id))?
                 {
                     return Ok(false);
                 }

@@ -293,11 +293,8 @@ impl<'a> SendBatch<'a> {
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
     ) -> Result<()> {
-        let b = counter.next_batch(self.wrs.len() as u32)?;
-        if b.poll_first {
-            counter.reap(self.qp.send_cq(), timeout)?;
-        }
-        let want = b.signaled.unwrap_or(NO_SLOT);
+        let signaled = counter.prepare(self.wrs.len() as u32, self.qp.send_cq(), timeout)?;
+        let want = signaled.unwrap_or(NO_SLOT);
         if want != self.signaled_slot {
             self.move_signal(want);
         }

@@ -138,6 +138,22 @@ impl UnsignaledCounter {
         })
     }
 
+    /// [`next_batch`](Self::next_batch), then the reap it may call for: what both post paths do
+    /// before posting a postlist of `n` WRs. Returns the index of the WR to signal, if any.
+    #[inline(always)]
+    pub fn prepare(
+        &mut self,
+        n: u32,
+        cq: &CompletionQueue,
+        timeout: PollTimeout,
+    ) -> Result<Option<u32>> {
+        let b = self.next_batch(n)?;
+        if b.poll_first {
+            self.reap(cq, timeout)?;
+        }
+        Ok(b.signaled)
+    }
+
     /// Counts `m` reaped CQEs (each retires its signaled WR and every WR before it).
     #[inline(always)]
     pub fn retire(&mut self, m: u32) {

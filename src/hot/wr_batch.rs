@@ -77,11 +77,8 @@ impl<'a> WrBatch<'a> {
         timeout: PollTimeout,
     ) -> Result<()> {
         let first = counter.posted();
-        let b = counter.next_batch(self.slots.len() as u32)?;
-        if b.poll_first {
-            counter.reap(self.qp.send_cq(), timeout)?;
-        }
-        let signal_at = b.signaled.map_or(usize::MAX, |i| i as usize);
+        let signaled = counter.prepare(self.slots.len() as u32, self.qp.send_cq(), timeout)?;
+        let signal_at = signaled.map_or(usize::MAX, |i| i as usize);
         let ex = &self.ex;
         ex.start();
         for (i, &(local, remote)) in self.slots.iter().enumerate() {
