@@ -1,5 +1,6 @@
 //! A real memcached (Debian's package) on 127.0.0.1 and a free port, stopped on drop.
 
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -25,7 +26,7 @@ impl Memcached {
             .spawn()
             .expect("memcached not installed (bench_scripts/softroce.sh setup installs it)");
         let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !serves(port) {
             assert!(
                 Instant::now() < deadline,
                 "memcached did not start on port {port}"
@@ -38,6 +39,19 @@ impl Memcached {
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
+}
+
+/// True once memcached answers a request on `port`: a listening socket alone is not enough (a
+/// connection accepted that early was once reset under load, failing an unrelated test).
+fn serves(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut reply = [0u8; 8];
+    s.write_all(b"version\r\n").is_ok()
+        && s.read_exact(&mut reply).is_ok()
+        && reply.starts_with(b"VERSION")
 }
 
 /// A port no other test of this process has taken: tests run in parallel, and two servers racing
