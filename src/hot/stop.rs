@@ -2,46 +2,92 @@
 //! so a stopped run unwinds normally, frees its QPs, MRs and segments, and prints its summary.
 //! A second signal means "now": segments are removed and the process dies of the signal.
 //!
-//! The same flag word carries a periodic tick ([`Ticker`]) so that a single-threaded run can
-//! report and keep its deadline without a second thread: once a process has two threads, glibc
-//! sends every `write()` through its cancellation path (~50 instructions), and rxe rings each
-//! doorbell with `write()`. The hot loops pay nothing for it: [`stop_requested`] is still one
-//! load and one branch while the word is zero.
+//! The same check drives a periodic [`Ticker`], so that a single-threaded run can report and keep
+//! its deadline without a second thread: once a process has two threads, glibc sends every
+//! `write()` through its cancellation path (~50 instructions), and rxe rings each doorbell with
+//! `write()`. The tick is polled, not signalled: a timer signal interrupts the posting thread, and
+//! under qemu's TCG every signal delivery flushed the whole software TLB of that vCPU (a uprobe on
+//! qemu's `tlb_flush` counted 40 flushes in 2 s on the sender's vCPU with a 20 Hz SIGALRM, none for
+//! perftest); the TLB refills that follow cost the Soft-RoCE sender ~8 page walks per operation
+//! and 10-25 % of its rate. [`stop_requested`] is one load and one branch while no ticker runs,
+//! and adds one TSC read and compare per check while one does (perftest reads the TSC per post).
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::stats::CycleClock;
 
 const STOP: u32 = 1;
-const TICK: u32 = 2;
+/// A [`Ticker`] runs: checks also look at the time-stamp counter.
+const CLOCK: u32 = 2;
 
-/// STOP and TICK bits; zero in the steady state.
+/// STOP and CLOCK bits; zero in the steady state of a run without a ticker.
 static ATTENTION: AtomicU32 = AtomicU32::new(0);
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
+/// The time-stamp counter at the last tick, and the ticker's period in counter ticks.
+static LAST_TICK: AtomicU64 = AtomicU64::new(0);
+static PERIOD_TICKS: AtomicU64 = AtomicU64::new(u64::MAX);
 
 thread_local! {
-    static TICK_HOOK: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
+    static TICK_STATE: RefCell<Option<TickState>> = const { RefCell::new(None) };
+}
+
+/// The ticker's hook and what it needs to turn its period into counter ticks.
+struct TickState {
+    hook: Box<dyn FnMut()>,
+    period: Duration,
+    start: Instant,
+    start_stamp: u64,
+}
+
+impl TickState {
+    fn fire(&mut self) {
+        let stamp = CycleClock::stamp_now();
+        LAST_TICK.store(stamp, Ordering::Relaxed);
+        // Calibrate the period against the wall clock as the run goes: no start-up delay, and the
+        // first guess (one tick per ns, below any server's TSC rate) only makes early ticks early.
+        let ns = self.start.elapsed().as_nanos() as u64;
+        if ns >= 1_000_000 {
+            let per_ns = stamp.wrapping_sub(self.start_stamp) as f64 / ns as f64;
+            if per_ns.is_finite() && per_ns > 0.0 {
+                let period = (per_ns * self.period.as_nanos() as f64) as u64;
+                PERIOD_TICKS.store(period.max(1), Ordering::Relaxed);
+            }
+        }
+        (self.hook)();
+    }
 }
 
 /// True once a stop was requested. Runs the [`Ticker`]'s hook when a tick is due on this thread.
 #[inline(always)]
 pub fn stop_requested() -> bool {
     let a = ATTENTION.load(Ordering::Relaxed);
-    a != 0 && attend(a)
+    if a == 0 || (a == CLOCK && !tick_due()) {
+        return false;
+    }
+    attend(a)
+}
+
+/// A counter that went backwards (the thread moved to a CPU whose TSC lags) wraps to a huge
+/// difference: the tick comes early and re-anchors instead of never.
+#[inline(always)]
+fn tick_due() -> bool {
+    CycleClock::stamp_now().wrapping_sub(LAST_TICK.load(Ordering::Relaxed))
+        >= PERIOD_TICKS.load(Ordering::Relaxed)
 }
 
 #[cold]
 #[inline(never)]
 fn attend(a: u32) -> bool {
-    if a & TICK != 0 {
-        TICK_HOOK.with(|h| {
+    if a & CLOCK != 0 && tick_due() {
+        TICK_STATE.with(|t| {
             // Only the ticker's thread takes the tick. A hook that itself asks stop_requested()
             // finds the cell borrowed and is not re-run.
-            if let Ok(mut h) = h.try_borrow_mut() {
-                if let Some(f) = h.as_mut() {
-                    ATTENTION.fetch_and(!TICK, Ordering::Relaxed);
-                    f();
+            if let Ok(mut t) = t.try_borrow_mut() {
+                if let Some(t) = t.as_mut() {
+                    t.fire();
                 }
             }
         });
@@ -66,44 +112,22 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-extern "C" fn on_alarm(_: libc::c_int) {
-    ATTENTION.fetch_or(TICK, Ordering::Relaxed);
-}
-
-fn install(sig: libc::c_int, handler: extern "C" fn(libc::c_int), flags: libc::c_int) {
-    // SAFETY: the handlers only touch atomics and make async-signal-safe calls.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler as *const () as libc::sighandler_t;
-        sa.sa_flags = flags;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(sig, &sa, std::ptr::null_mut());
-    }
-}
-
 /// Installs the stop handler for SIGINT, SIGTERM and SIGHUP.
 pub fn install_stop_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        install(sig, on_signal, 0);
+        // SAFETY: the handler only touches atomics and makes async-signal-safe calls.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
     }
-}
-
-fn set_timer(period: Duration) {
-    let tv = libc::timeval {
-        tv_sec: period.as_secs() as libc::time_t,
-        tv_usec: period.subsec_micros() as libc::suseconds_t,
-    };
-    let it = libc::itimerval {
-        it_interval: tv,
-        it_value: tv,
-    };
-    // SAFETY: plain syscall on valid pointers; ITIMER_REAL only raises SIGALRM, handled above.
-    unsafe { libc::setitimer(libc::ITIMER_REAL, &it, std::ptr::null_mut()) };
 }
 
 /// Calls a hook on the creating thread about every `period`, from inside that thread's
 /// [`stop_requested`] calls (so only where a loop checks for a stop, never in the middle of a
-/// post). SIGALRM drives it, with SA_RESTART; dropping the ticker disarms the timer.
+/// post). One ticker at a time; dropping it stops the ticks.
 pub struct Ticker {
     /// The hook lives in this thread's storage: the ticker must stay on this thread.
     _not_send: PhantomData<*const ()>,
@@ -112,9 +136,21 @@ pub struct Ticker {
 impl Ticker {
     /// Starts ticking; `hook` may call [`request_stop`].
     pub fn start(period: Duration, hook: Box<dyn FnMut()>) -> Ticker {
-        TICK_HOOK.with(|h| *h.borrow_mut() = Some(hook));
-        install(libc::SIGALRM, on_alarm, libc::SA_RESTART);
-        set_timer(period);
+        let start_stamp = CycleClock::stamp_now();
+        TICK_STATE.with(|t| {
+            *t.borrow_mut() = Some(TickState {
+                hook,
+                period,
+                start: Instant::now(),
+                start_stamp,
+            })
+        });
+        LAST_TICK.store(start_stamp, Ordering::Relaxed);
+        PERIOD_TICKS.store(
+            u64::try_from(period.as_nanos()).unwrap_or(u64::MAX).max(1),
+            Ordering::Relaxed,
+        );
+        ATTENTION.fetch_or(CLOCK, Ordering::Relaxed);
         Ticker {
             _not_send: PhantomData,
         }
@@ -123,9 +159,9 @@ impl Ticker {
 
 impl Drop for Ticker {
     fn drop(&mut self) {
-        set_timer(Duration::ZERO);
-        ATTENTION.fetch_and(!TICK, Ordering::Relaxed);
-        TICK_HOOK.with(|h| h.borrow_mut().take());
+        ATTENTION.fetch_and(!CLOCK, Ordering::Relaxed);
+        PERIOD_TICKS.store(u64::MAX, Ordering::Relaxed);
+        TICK_STATE.with(|t| t.borrow_mut().take());
     }
 }
 
@@ -145,7 +181,6 @@ mod tests {
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_millis(300) {
             assert!(!stop_requested());
-            // A sleep interrupted by SIGALRM resumes (SA_RESTART / std's EINTR loop).
             std::thread::sleep(Duration::from_millis(1));
         }
         drop(ticker);

@@ -40,14 +40,14 @@ impl CycleClock {
 
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn stamp_now() -> Stamp {
+    pub(crate) fn stamp_now() -> Stamp {
         // SAFETY: RDTSC exists on every x86_64 CPU and has no memory effects.
         unsafe { core::arch::x86_64::_rdtsc() }
     }
 
     #[cfg(not(target_arch = "x86_64"))]
     #[inline(always)]
-    fn stamp_now() -> Stamp {
+    pub(crate) fn stamp_now() -> Stamp {
         use std::sync::OnceLock;
         static EPOCH: OnceLock<Instant> = OnceLock::new();
         EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
