@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::stats::CycleClock;
 
@@ -36,28 +36,20 @@ thread_local! {
     static TICK_STATE: RefCell<Option<TickState>> = const { RefCell::new(None) };
 }
 
-/// The ticker's hook and what it needs to turn its period into counter ticks.
+/// The ticker's hook, and the clock that turns its period into counter ticks.
 struct TickState {
     hook: Box<dyn FnMut()>,
     period: Duration,
-    start: Instant,
-    start_stamp: u64,
+    clock: CycleClock,
 }
 
 impl TickState {
     fn fire(&mut self) {
-        let stamp = CycleClock::stamp_now();
-        LAST_TICK.store(stamp as u32, Ordering::Relaxed);
-        // Calibrate the period against the wall clock as the run goes: no start-up delay, and the
-        // first guess (one tick per ns, below any server's TSC rate) only makes early ticks early.
-        let ns = self.start.elapsed().as_nanos() as u64;
-        if ns >= 1_000_000 {
-            let per_ns = stamp.wrapping_sub(self.start_stamp) as f64 / ns as f64;
-            if per_ns.is_finite() && per_ns > 0.0 {
-                let period = (per_ns * self.period.as_nanos() as f64) as u32;
-                PERIOD_TICKS.store(period.max(1), Ordering::Relaxed);
-            }
-        }
+        LAST_TICK.store(self.clock.stamp() as u32, Ordering::Relaxed);
+        // Calibrated against the wall clock as the run goes: no start-up delay, and the first
+        // guess (one tick per ns, below any server's TSC rate) only makes the first tick early.
+        let period = self.clock.ticks_per_us() * self.period.as_secs_f64() * 1e6;
+        PERIOD_TICKS.store((period as u32).max(1), Ordering::Relaxed);
         (self.hook)();
     }
 }
@@ -143,16 +135,15 @@ pub struct Ticker {
 impl Ticker {
     /// Starts ticking; `hook` may call [`request_stop`].
     pub fn start(period: Duration, hook: Box<dyn FnMut()>) -> Ticker {
-        let start_stamp = CycleClock::stamp_now();
+        let clock = CycleClock::new();
+        LAST_TICK.store(clock.stamp() as u32, Ordering::Relaxed);
         TICK_STATE.with(|t| {
             *t.borrow_mut() = Some(TickState {
                 hook,
                 period,
-                start: Instant::now(),
-                start_stamp,
+                clock,
             })
         });
-        LAST_TICK.store(start_stamp as u32, Ordering::Relaxed);
         PERIOD_TICKS.store(
             u32::try_from(period.as_nanos()).unwrap_or(u32::MAX).max(1),
             Ordering::Relaxed,
