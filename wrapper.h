@@ -1,3 +1,2 @@
 /* What bindgen sees: the user's own rdma-core / MLNX_OFED headers. */
 #include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>

@@ -15,11 +15,6 @@ int shim_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	return ibv_poll_cq(cq, num_entries, wc);
 }
 
-int shim_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	return ibv_req_notify_cq(cq, solicited_only);
-}
-
 int shim_query_port(struct ibv_context *ctx, uint8_t port_num, struct ibv_port_attr *attr)
 {
 	return ibv_query_port(ctx, port_num, attr);
@@ -88,17 +83,3 @@ void shim_wr_set_ud_addr(struct ibv_qp_ex *qp, struct ibv_ah *ah, uint32_t remot
 {
 	ibv_wr_set_ud_addr(qp, ah, remote_qpn, remote_qkey);
 }
-
-struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
-{
-	return ibv_create_cq_ex(ctx, attr);
-}
-
-struct ibv_cq *shim_cq_ex_to_cq(struct ibv_cq_ex *cq) { return ibv_cq_ex_to_cq(cq); }
-int shim_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr) { return ibv_start_poll(cq, attr); }
-int shim_next_poll(struct ibv_cq_ex *cq) { return ibv_next_poll(cq); }
-void shim_end_poll(struct ibv_cq_ex *cq) { ibv_end_poll(cq); }
-enum ibv_wc_opcode shim_wc_read_opcode(struct ibv_cq_ex *cq) { return ibv_wc_read_opcode(cq); }
-uint32_t shim_wc_read_byte_len(struct ibv_cq_ex *cq) { return ibv_wc_read_byte_len(cq); }
-uint32_t shim_wc_read_vendor_err(struct ibv_cq_ex *cq) { return ibv_wc_read_vendor_err(cq); }
-__be32 shim_wc_read_imm_data(struct ibv_cq_ex *cq) { return ibv_wc_read_imm_data(cq); }

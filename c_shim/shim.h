@@ -12,7 +12,6 @@
 int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int shim_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
-int shim_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 /* Macro-redirected verbs. */
 int shim_query_port(struct ibv_context *ctx, uint8_t port_num, struct ibv_port_attr *attr);
@@ -36,16 +35,5 @@ void shim_wr_set_sge(struct ibv_qp_ex *qp, uint32_t lkey, uint64_t addr, uint32_
 void shim_wr_set_inline_data(struct ibv_qp_ex *qp, void *addr, size_t length);
 void shim_wr_set_ud_addr(struct ibv_qp_ex *qp, struct ibv_ah *ah, uint32_t remote_qpn,
 			 uint32_t remote_qkey);
-
-/* Extended CQ and the ibv_start_poll API. */
-struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
-struct ibv_cq *shim_cq_ex_to_cq(struct ibv_cq_ex *cq);
-int shim_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr);
-int shim_next_poll(struct ibv_cq_ex *cq);
-void shim_end_poll(struct ibv_cq_ex *cq);
-enum ibv_wc_opcode shim_wc_read_opcode(struct ibv_cq_ex *cq);
-uint32_t shim_wc_read_byte_len(struct ibv_cq_ex *cq);
-uint32_t shim_wc_read_vendor_err(struct ibv_cq_ex *cq);
-__be32 shim_wc_read_imm_data(struct ibv_cq_ex *cq);
 
 #endif

@@ -2,12 +2,15 @@
 
 use std::fmt;
 use std::io;
+use std::time::Duration;
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can go wrong below a benchmark.
+/// Everything that can go wrong below a benchmark. The variant is the kind of failure, kept up to
+/// the binary's one-line message (and, later, its exit code).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// A verbs (or libc) call failed.
     Verb {
@@ -31,6 +34,30 @@ pub enum Error {
     },
     /// The request cannot work as asked (bad flag combination, unknown device, wrong GID index…).
     Config(String),
+    /// Something expected did not happen in time (a completion, a peer, a registry key).
+    Timeout {
+        /// What was awaited, as a sentence fragment ("no completion (0 of 1 arrived)").
+        what: String,
+        /// How long it was awaited.
+        after: Duration,
+        /// What the waiting side suspects, if anything ("the peer is gone or the QP is stuck").
+        hint: Option<&'static str>,
+    },
+    /// The registry (memcached) could not be reached or answered badly.
+    Registry {
+        /// `HOST:PORT` of the registry.
+        addr: String,
+        /// What we were doing ("publishing server-0").
+        what: String,
+        /// The I/O or protocol error underneath.
+        source: io::Error,
+        /// What to do about it, when something useful can be said.
+        hint: Option<&'static str>,
+    },
+    /// A peer or a counter broke the protocol we rely on (malformed entry, invariant broken).
+    Protocol(String),
+    /// `--verify` found data that is not what the peer should have written.
+    Verify(String),
 }
 
 impl Error {
@@ -51,6 +78,27 @@ impl Error {
 
     pub(crate) fn config(msg: impl Into<String>) -> Self {
         Error::Config(msg.into())
+    }
+
+    pub(crate) fn protocol(msg: impl Into<String>) -> Self {
+        Error::Protocol(msg.into())
+    }
+
+    pub(crate) fn timeout(
+        what: impl Into<String>,
+        after: Duration,
+        hint: Option<&'static str>,
+    ) -> Self {
+        Error::Timeout {
+            what: what.into(),
+            after,
+            hint,
+        }
+    }
+
+    /// True for a [`Error::Timeout`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
     }
 
     /// The `ibv_wc_status` of a completion error, if this is one.
@@ -180,12 +228,52 @@ impl fmt::Display for Error {
                 "work completion error: {} (status {status}, opcode {opcode}, wr_id {wr_id}, vendor_err {vendor_err:#x})",
                 wc_status_name(*status)
             ),
-            Error::Config(msg) => f.write_str(msg),
+            Error::Config(msg) | Error::Protocol(msg) => f.write_str(msg),
+            Error::Verify(msg) => write!(f, "verify: {msg}"),
+            Error::Timeout { what, after, hint } => {
+                write!(f, "{what} within {}", fmt_secs(*after))?;
+                if let Some(hint) = hint {
+                    write!(f, ": {hint}")?;
+                }
+                Ok(())
+            }
+            Error::Registry {
+                addr,
+                what,
+                source,
+                hint,
+            } => {
+                write!(f, "registry at {addr}: {what}: {source}")?;
+                if let Some(hint) = hint {
+                    write!(f, " ({hint})")?;
+                }
+                Ok(())
+            }
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Registry { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A duration for messages: whole seconds from 10 s up, else as many decimals as it takes
+/// ("0.3 s", "2.5 s", "60 s"), never a misleading "0 s".
+pub fn fmt_secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 10.0 || s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else if s >= 0.1 {
+        format!("{:.1} s", (s * 10.0).round() / 10.0)
+    } else {
+        format!("{:.0} ms", s * 1000.0)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -221,6 +309,37 @@ mod tests {
             e.to_string(),
             "work completion error: remote access error (status 10, opcode 0, wr_id 7, vendor_err 0x88)"
         );
+    }
+
+    #[test]
+    fn short_timeouts_are_not_zero_seconds() {
+        assert_eq!(fmt_secs(Duration::from_millis(300)), "0.3 s");
+        assert_eq!(fmt_secs(Duration::from_millis(20)), "20 ms");
+        assert_eq!(fmt_secs(Duration::from_millis(2500)), "2.5 s");
+        assert_eq!(fmt_secs(Duration::from_secs(60)), "60 s");
+        let e = Error::timeout(
+            "no completion (0 of 1 arrived)",
+            Duration::from_millis(300),
+            None,
+        );
+        assert!(e.is_timeout());
+        assert_eq!(e.to_string(), "no completion (0 of 1 arrived) within 0.3 s");
+    }
+
+    #[test]
+    fn registry_errors_keep_their_source() {
+        use std::error::Error as _;
+        let e = Error::Registry {
+            addr: "127.0.0.1:11211".into(),
+            what: "publishing server-0".into(),
+            source: io::Error::new(io::ErrorKind::TimedOut, "timed out"),
+            hint: None,
+        };
+        assert_eq!(
+            e.to_string(),
+            "registry at 127.0.0.1:11211: publishing server-0: timed out"
+        );
+        assert_eq!(e.source().unwrap().to_string(), "timed out");
     }
 
     #[test]

@@ -4,17 +4,16 @@
 //! - [`verbs`]: RAII owners of verbs objects (context, PD, MR, CQ, QP, AH) and QP connection.
 //! - [`mem`]: hugepage-backed buffers (anonymous and SysV shared), NUMA binding.
 //! - [`hot`]: pre-built work-request batches, doorbell batching, selective signaling, polling.
+//! - [`control`]: process control: the stop flag, signal handling, the report ticker.
 //! - [`registry`]: QP-info exchange (memcached like libhrd, or direct TCP).
 //! - [`stats`]: counters, the C suite's report lines, JSON, latency summaries.
 //! - [`bench`](mod@bench): one module per benchmark of the paper.
 //! - [`error`]: the one error type, which keeps the failing verb, errno and a hint.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
-
 mod sys;
 
 pub mod bench;
+pub mod control;
 pub mod error;
 pub mod hot;
 pub mod mem;

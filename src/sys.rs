@@ -9,6 +9,13 @@
     dead_code
 )]
 #![allow(clippy::all, clippy::pedantic, unreachable_pub)]
+// Generated code: the crate's unsafe conventions apply to the code that calls it.
+#![allow(
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc,
+    clippy::as_ptr_cast_mut,
+    missing_docs
+)]
 #![allow(unsafe_op_in_unsafe_fn)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));

@@ -26,14 +26,15 @@ fn peer(me: &str, other: &str, registry: &str, started_ms: u64, after: impl FnOn
         ..WaitOptions::default()
     };
 
-    reg.publish(me, &s.qp.info(Some(&s.mr))).unwrap();
-    let remote = reg.wait_for(other, wait).unwrap().info;
-    s.qp.connect(&remote).unwrap();
-    reg.publish_ready(me).unwrap();
-    reg.wait_ready(other, wait, None).unwrap();
+    let info = s.qp.info(Some(&s.mr));
+    let qp = &mut s.qp;
+    let remote = reg
+        .rendezvous(me, other, &info, wait, |r| qp.connect(r))
+        .unwrap()
+        .info;
 
     let tag = format!("written by {me}");
-    s.bytes_mut()[..tag.len()].copy_from_slice(tag.as_bytes());
+    s.write(0, tag.as_bytes());
     let spec = SendSpec {
         op: Op::Write,
         postlist: 1,
@@ -48,9 +49,9 @@ fn peer(me: &str, other: &str, registry: &str, started_ms: u64, after: impl FnOn
         rkey: remote.rkey,
         len: remote.buf_size,
     };
-    let mut batch = SendBatch::new(&s.qp, &s.mr, spec, Some(r)).unwrap();
+    let mut batch = SendBatch::new(&mut s.qp, &s.mr, spec, Some(r)).unwrap();
     batch.set_signaled(0, true);
-    batch.post().unwrap();
+    batch.post(&mut s.qp).unwrap();
     poll_one(s.qp.send_cq(), PollTimeout::default()).unwrap();
 
     // The server announces its WRITE only after it saw the client's, and outlives the client

@@ -3,12 +3,17 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::{env, pair, side, Side};
 use rdma_bench::hot::{
     poll_exact, poll_one, Op, PollTimeout, RecvBatch, Remote, SendBatch, SendSpec,
     UnsignaledCounter, GRH_BYTES,
 };
-use rdma_bench::verbs::{AddressHandle, Port, QpType, WorkCompletion};
+use rdma_bench::mem::{HugeBuffer, Placement};
+use rdma_bench::verbs::{
+    AddressHandle, MemoryRegion, Payload, Port, QpType, QueuePair, WorkCompletion, Wr,
+};
 
 const T: PollTimeout = PollTimeout(std::time::Duration::from_secs(10));
 
@@ -32,22 +37,19 @@ fn spec(op: Op, size: u32) -> SendSpec {
     }
 }
 
-fn fill(s: &mut Side, off: usize, len: usize, seed: u8) -> Vec<u8> {
+fn fill(s: &Side, off: usize, len: usize, seed: u8) -> Vec<u8> {
     let data: Vec<u8> = (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
         .collect();
-    s.bytes_mut()[off..off + len].copy_from_slice(&data);
+    s.write(off, &data);
     data
 }
 
 /// Posts one signaled WR and waits for its completion.
-fn run_one(
-    batch: &mut SendBatch<'_>,
-    qp_cq: &rdma_bench::verbs::CompletionQueue,
-) -> WorkCompletion {
+fn run_one(batch: &mut SendBatch, qp: &mut QueuePair) -> WorkCompletion {
     batch.set_signaled(0, true);
-    batch.post().expect("post");
-    poll_one(qp_cq, T).expect("completion")
+    batch.post(qp).expect("post");
+    poll_one(qp.send_cq(), T).expect("completion")
 }
 
 #[test]
@@ -55,12 +57,12 @@ fn rc_write_inline_and_from_mr() {
     let e = env();
     let (mut a, b) = pair(&e, QpType::Rc, false);
     for (inline, size, seed) in [(true, 32u32, 1u8), (false, 4000, 2)] {
-        let data = fill(&mut a, 0, size as usize, seed);
+        let data = fill(&a, 0, size as usize, seed);
         let mut s = spec(Op::Write, size);
         s.inline = inline;
         s.remote_offset = 8192;
-        let mut batch = SendBatch::new(&a.qp, &a.mr, s, Some(remote(&b))).unwrap();
-        run_one(&mut batch, a.qp.send_cq());
+        let mut batch = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
+        run_one(&mut batch, &mut a.qp);
         assert_eq!(
             &b.bytes()[8192..8192 + size as usize],
             &data[..],
@@ -72,13 +74,13 @@ fn rc_write_inline_and_from_mr() {
 #[test]
 fn rc_read() {
     let e = env();
-    let (a, mut b) = pair(&e, QpType::Rc, false);
-    let data = fill(&mut b, 1024, 3000, 7);
+    let (mut a, b) = pair(&e, QpType::Rc, false);
+    let data = fill(&b, 1024, 3000, 7);
     let mut s = spec(Op::Read, 3000);
     s.local_offset = 4096;
     s.remote_offset = 1024;
-    let mut batch = SendBatch::new(&a.qp, &a.mr, s, Some(remote(&b))).unwrap();
-    let wc = run_one(&mut batch, a.qp.send_cq());
+    let mut batch = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
+    let wc = run_one(&mut batch, &mut a.qp);
     assert_eq!(wc.byte_len(), 3000);
     assert_eq!(&a.bytes()[4096..7096], &data[..]);
 }
@@ -86,17 +88,17 @@ fn rc_read() {
 #[test]
 fn rc_send_recv_and_send_with_imm() {
     let e = env();
-    let (mut a, b) = pair(&e, QpType::Rc, false);
-    let mut recv = RecvBatch::new(&b.qp, &b.mr, 2, 512, 0, 512).unwrap();
-    recv.post(2).unwrap();
-    let d1 = fill(&mut a, 0, 100, 3);
-    let d2 = fill(&mut a, 64 * 1024 - 200, 200, 4);
-    let mut plain = SendBatch::new(&a.qp, &a.mr, spec(Op::Send, 100), None).unwrap();
-    run_one(&mut plain, a.qp.send_cq());
+    let (mut a, mut b) = pair(&e, QpType::Rc, false);
+    let mut recv = RecvBatch::new(&mut b.qp, &b.mr, 2, 512, 0, 512).unwrap();
+    recv.post(&mut b.qp, 2).unwrap();
+    let d1 = fill(&a, 0, 100, 3);
+    let d2 = fill(&a, 64 * 1024 - 200, 200, 4);
+    let mut plain = SendBatch::new(&mut a.qp, &a.mr, spec(Op::Send, 100), None).unwrap();
+    run_one(&mut plain, &mut a.qp);
     let mut s = spec(Op::SendImm(3185), 200);
     s.local_offset = 64 * 1024 - 200;
-    let mut imm = SendBatch::new(&a.qp, &a.mr, s, None).unwrap();
-    run_one(&mut imm, a.qp.send_cq());
+    let mut imm = SendBatch::new(&mut a.qp, &a.mr, s, None).unwrap();
+    run_one(&mut imm, &mut a.qp);
     let mut wcs = [WorkCompletion::default(); 2];
     poll_exact(b.qp.recv_cq(), &mut wcs, T).unwrap();
     assert_eq!((wcs[0].byte_len(), wcs[0].imm_data()), (100, None));
@@ -108,14 +110,14 @@ fn rc_send_recv_and_send_with_imm() {
 #[test]
 fn rc_write_with_imm_consumes_a_recv() {
     let e = env();
-    let (mut a, b) = pair(&e, QpType::Rc, false);
-    let mut recv = RecvBatch::new(&b.qp, &b.mr, 1, 0, 0, 0).unwrap();
-    recv.post(1).unwrap();
-    let data = fill(&mut a, 0, 48, 9);
+    let (mut a, mut b) = pair(&e, QpType::Rc, false);
+    let mut recv = RecvBatch::new(&mut b.qp, &b.mr, 1, 0, 0, 0).unwrap();
+    recv.post(&mut b.qp, 1).unwrap();
+    let data = fill(&a, 0, 48, 9);
     let mut s = spec(Op::WriteImm(0xdead_beef), 48);
     s.remote_offset = 256;
-    let mut batch = SendBatch::new(&a.qp, &a.mr, s, Some(remote(&b))).unwrap();
-    run_one(&mut batch, a.qp.send_cq());
+    let mut batch = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
+    run_one(&mut batch, &mut a.qp);
     let wc = poll_one(b.qp.recv_cq(), T).unwrap();
     assert_eq!(wc.imm_data(), Some(0xdead_beef));
     assert_eq!(&b.bytes()[256..304], &data[..]);
@@ -124,12 +126,12 @@ fn rc_write_with_imm_consumes_a_recv() {
 #[test]
 fn rc_atomics_fetch_add_and_cmp_swap() {
     let e = env();
-    let (a, mut b) = pair(&e, QpType::Rc, false);
-    b.bytes_mut()[64..72].copy_from_slice(&1000u64.to_ne_bytes());
+    let (mut a, b) = pair(&e, QpType::Rc, false);
+    b.write(64, &1000u64.to_ne_bytes());
     let mut s = spec(Op::FetchAdd(5), 8);
     s.remote_offset = 64;
-    let mut fa = SendBatch::new(&a.qp, &a.mr, s, Some(remote(&b))).unwrap();
-    run_one(&mut fa, a.qp.send_cq());
+    let mut fa = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
+    run_one(&mut fa, &mut a.qp);
     assert_eq!(
         u64::from_ne_bytes(a.bytes()[0..8].try_into().unwrap()),
         1000,
@@ -144,8 +146,8 @@ fn rc_atomics_fetch_add_and_cmp_swap() {
     let mut s = spec(Op::CmpSwap(1005, 77), 8);
     s.remote_offset = 64;
     s.local_offset = 8;
-    let mut cs = SendBatch::new(&a.qp, &a.mr, s, Some(remote(&b))).unwrap();
-    run_one(&mut cs, a.qp.send_cq());
+    let mut cs = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
+    run_one(&mut cs, &mut a.qp);
     assert_eq!(
         u64::from_ne_bytes(a.bytes()[8..16].try_into().unwrap()),
         1005
@@ -155,7 +157,7 @@ fn rc_atomics_fetch_add_and_cmp_swap() {
         77
     );
     // A failed compare leaves the value alone and still returns it.
-    run_one(&mut cs, a.qp.send_cq());
+    run_one(&mut cs, &mut a.qp);
     assert_eq!(
         u64::from_ne_bytes(b.bytes()[64..72].try_into().unwrap()),
         77
@@ -166,9 +168,10 @@ fn rc_atomics_fetch_add_and_cmp_swap() {
 fn uc_write() {
     let e = env();
     let (mut a, b) = pair(&e, QpType::Uc, false);
-    let data = fill(&mut a, 0, 1500, 5);
-    let mut batch = SendBatch::new(&a.qp, &a.mr, spec(Op::Write, 1500), Some(remote(&b))).unwrap();
-    run_one(&mut batch, a.qp.send_cq());
+    let data = fill(&a, 0, 1500, 5);
+    let mut batch =
+        SendBatch::new(&mut a.qp, &a.mr, spec(Op::Write, 1500), Some(remote(&b))).unwrap();
+    run_one(&mut batch, &mut a.qp);
     // UC has no ACK: the send completion does not prove arrival; wait for the bytes (bounded).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while b.bytes()[..1500] != data[..] {
@@ -183,20 +186,20 @@ fn uc_write() {
 #[test]
 fn ud_send_lands_after_the_grh() {
     let e = env();
-    let (mut a, b) = pair(&e, QpType::Ud, false);
-    let mut recv = RecvBatch::new(&b.qp, &b.mr, 1, (GRH_BYTES + 256) as u32, 0, 0).unwrap();
-    recv.post(1).unwrap();
-    let data = fill(&mut a, 0, 256, 11);
+    let (mut a, mut b) = pair(&e, QpType::Ud, false);
+    let mut recv = RecvBatch::new(&mut b.qp, &b.mr, 1, (GRH_BYTES + 256) as u32, 0, 0).unwrap();
+    recv.post(&mut b.qp, 1).unwrap();
+    let data = fill(&a, 0, 256, 11);
     let ah = AddressHandle::new(&e.pd, &e.port, &b.qp.info(None)).unwrap();
     let mut batch = SendBatch::new_ud(
-        &a.qp,
+        &mut a.qp,
         &a.mr,
         spec(Op::SendImm(3185), 256),
         &ah,
         b.qp.qp_num(),
     )
     .unwrap();
-    run_one(&mut batch, a.qp.send_cq());
+    run_one(&mut batch, &mut a.qp);
     let wc = poll_one(b.qp.recv_cq(), T).unwrap();
     assert!(wc.has_grh());
     assert_eq!(wc.byte_len() as usize, GRH_BYTES + 256);
@@ -209,15 +212,15 @@ fn ud_send_lands_after_the_grh() {
 fn doorbell_batch_of_16_in_one_post() {
     let e = env();
     let (mut a, b) = pair(&e, QpType::Rc, false);
-    let data = fill(&mut a, 0, 16 * 64, 13);
+    let data = fill(&a, 0, 16 * 64, 13);
     let mut s = spec(Op::Write, 32);
     s.postlist = 16;
-    let mut batch = SendBatch::new(&a.qp, &a.mr, s, Some(remote(&b))).unwrap();
+    let mut batch = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
     for i in 0..16 {
         batch.set_signaled(i, true);
         batch.set_wr_id(i, 100 + i as u64);
     }
-    batch.post().unwrap(); // one call, sixteen WRs
+    batch.post(&mut a.qp).unwrap(); // one call, sixteen WRs
     let mut wcs = [WorkCompletion::default(); 16];
     poll_exact(a.qp.send_cq(), &mut wcs, T).unwrap();
     let ids: Vec<u64> = wcs.iter().map(|w| w.wr_id()).collect();
@@ -235,15 +238,15 @@ fn doorbell_batch_of_16_in_one_post() {
 fn ten_thousand_selectively_signaled_writes_never_overflow() {
     let e = env();
     let (mut a, b) = pair(&e, QpType::Rc, false);
-    fill(&mut a, 0, 64 * 16, 17);
+    fill(&a, 0, 64 * 16, 17);
     let mut s = spec(Op::Write, 32);
     s.postlist = 16;
     s.inline = true;
-    let mut batch = SendBatch::new(&a.qp, &a.mr, s, Some(remote(&b))).unwrap();
+    let mut batch = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
     // Queue depth 256 (see common::side) ≥ 2 × 64.
     let mut counter = UnsignaledCounter::new(64);
     for _ in 0..10_000 / 16 {
-        batch.post_selective(&mut counter, T).unwrap();
+        batch.post_selective(&mut a.qp, &mut counter, T).unwrap();
     }
     assert_eq!(counter.posted(), 10_000);
     // Reap the last signaled WR: everything before it is done too (RC completes in order).
@@ -261,42 +264,110 @@ fn ten_thousand_selectively_signaled_writes_never_overflow() {
 fn write_and_read_through_the_wr_api() {
     let e = env();
     let (mut a, b) = pair(&e, QpType::Rc, true);
-    let data = fill(&mut a, 0, 2048, 19);
-    let ex = a.qp.ex().expect("made with new_ex");
-    ex.start();
-    ex.set_wr(1, false, false);
-    ex.rdma_write(b.mr.rkey(), b.mr.addr() as u64 + 4096);
-    // SAFETY: the range lies in a.mr, alive until the completion below.
-    unsafe { ex.set_sge(a.mr.lkey(), a.mr.addr() as u64, 2048) };
-    ex.set_wr(2, true, true);
-    ex.rdma_write(b.mr.rkey(), b.mr.addr() as u64);
+    let data = fill(&a, 0, 2048, 19);
+    let (rkey, base) = (b.mr.rkey(), b.mr.addr() as u64);
+    let mut g = a.qp.wr_start().expect("made with new_ex");
+    g.push(Wr {
+        wr_id: 1,
+        signaled: false,
+        op: Op::Write,
+        remote: Some((rkey, base + 4096)),
+        ud: None,
+        payload: Payload::Region {
+            mr: &a.mr,
+            offset: 0,
+            len: 2048,
+        },
+    })
+    .unwrap();
     const MSG: &[u8] = b"inline through ibv_wr_set_inline_data";
-    ex.set_inline_data(MSG);
-    ex.complete().unwrap();
+    g.push(Wr {
+        wr_id: 2,
+        signaled: true,
+        op: Op::Write,
+        remote: Some((rkey, base)),
+        ud: None,
+        payload: Payload::Inline(MSG),
+    })
+    .unwrap();
+    g.complete().unwrap();
     let wc = poll_one(a.qp.send_cq(), T).unwrap();
     assert_eq!(wc.wr_id(), 2);
     assert_eq!(&b.bytes()[4096..6144], &data[..]);
     assert_eq!(&b.bytes()[..MSG.len()], MSG);
 
-    ex.start();
-    ex.set_wr(3, true, false);
-    ex.rdma_read(b.mr.rkey(), b.mr.addr() as u64 + 4096);
-    // SAFETY: as above.
-    unsafe { ex.set_sge(a.mr.lkey(), a.mr.addr() as u64 + 8192, 2048) };
-    ex.complete().unwrap();
+    let mut g = a.qp.wr_start().unwrap();
+    let read = Wr {
+        wr_id: 3,
+        signaled: true,
+        op: Op::Read,
+        remote: Some((rkey, base + 4096)),
+        ud: None,
+        payload: Payload::Region {
+            mr: &a.mr,
+            offset: 8192,
+            len: 2048,
+        },
+    };
+    // The guard checks what the provider would not: a READ cannot be inline, a SEND on RC has
+    // no remote address, a region range must fit.
+    let err = g
+        .push(Wr {
+            payload: Payload::Inline(MSG),
+            ..read
+        })
+        .unwrap_err();
+    assert_eq!(err.to_string(), "READs and atomics cannot be inline");
+    let err = g
+        .push(Wr {
+            payload: Payload::Region {
+                mr: &a.mr,
+                offset: (1 << 16) - 100,
+                len: 2048,
+            },
+            ..read
+        })
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("outside the 65536-byte region"),
+        "{err}"
+    );
+    g.push(read).unwrap();
+    g.complete().unwrap();
     assert_eq!(poll_one(a.qp.send_cq(), T).unwrap().wr_id(), 3);
     assert_eq!(&a.bytes()[8192..10240], &data[..]);
+
+    // A guard dropped without complete() aborts: nothing of it is posted.
+    let mut g = a.qp.wr_start().unwrap();
+    g.push(Wr {
+        wr_id: 4,
+        signaled: true,
+        op: Op::Write,
+        remote: Some((rkey, base + 20000)),
+        ud: None,
+        payload: Payload::Inline(b"never"),
+    })
+    .unwrap();
+    drop(g);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut extra = [WorkCompletion::default(); 1];
+    assert_eq!(
+        a.qp.send_cq().poll(&mut extra).unwrap(),
+        0,
+        "an aborted WR completed"
+    );
+    assert_ne!(&b.bytes()[20000..20005], b"never");
 }
 
 #[test]
 fn wrong_rkey_is_a_remote_access_error() {
     let e = env();
-    let (a, b) = pair(&e, QpType::Rc, false);
+    let (mut a, b) = pair(&e, QpType::Rc, false);
     let mut r = remote(&b);
     r.rkey ^= 0x5a5a_0000;
-    let mut batch = SendBatch::new(&a.qp, &a.mr, spec(Op::Write, 64), Some(r)).unwrap();
+    let mut batch = SendBatch::new(&mut a.qp, &a.mr, spec(Op::Write, 64), Some(r)).unwrap();
     batch.set_signaled(0, true);
-    batch.post().unwrap();
+    batch.post(&mut a.qp).unwrap();
     let err = poll_one(a.qp.send_cq(), T).unwrap_err();
     assert_eq!(err.completion_status(), Some(10), "{err}"); // IBV_WC_REM_ACCESS_ERR
     assert!(err.to_string().contains("remote access error"), "{err}");
@@ -316,7 +387,7 @@ fn invalid_gid_index_is_a_clear_error() {
 #[test]
 fn inline_above_the_limit_is_refused() {
     let e = env();
-    let s = side(&e, QpType::Rc, false, 4096);
+    let mut s = side(&e, QpType::Rc, false, 4096);
     let limit = s.qp.caps().max_inline_data;
     let mut sp = spec(Op::Write, limit + 1);
     sp.inline = true;
@@ -325,7 +396,7 @@ fn inline_above_the_limit_is_refused() {
         rkey: 0,
         len: 0,
     };
-    let err = SendBatch::new(&s.qp, &s.mr, sp, Some(r))
+    let err = SendBatch::new(&mut s.qp, &s.mr, sp, Some(r))
         .err()
         .expect("refused")
         .to_string();
@@ -336,4 +407,100 @@ fn inline_above_the_limit_is_refused() {
             limit + 1
         )
     );
+}
+
+/// The region a batch posts from may lose every handle the program holds while its unsignaled WRs
+/// are in flight: the QP keeps it alive (and registered) until it is destroyed, the data lands,
+/// and the memory goes away only with the QP.
+#[test]
+fn dropping_every_handle_under_unsignaled_writes_frees_nothing_early() {
+    let e = env();
+    let (mut a, b) = pair(&e, QpType::Rc, false);
+    let buf = HugeBuffer::new(64 * 1024, Placement::default()).unwrap();
+    let src = MemoryRegion::register(&e.pd, buf, common::all_access()).unwrap();
+    let data: Vec<u8> = (0..16 * 4096).map(|i| (i % 251) as u8).collect();
+    src.write(0, &data);
+    let mut s = spec(Op::Write, 4096);
+    s.postlist = 16;
+    s.stride = 4096;
+    let mut batch = SendBatch::new(&mut a.qp, &src, s, Some(remote(&b))).unwrap();
+    batch.post(&mut a.qp).unwrap(); // sixteen 4 KiB WRITEs from `src`, none signaled
+    let weak = Arc::downgrade(&src);
+    drop(batch);
+    drop(src);
+    let kept = weak
+        .upgrade()
+        .expect("the QP keeps the region of its posted WRs");
+    drop(kept);
+    // A signaled WRITE behind them: RC completes in order, so all sixteen are done after it.
+    let mut fence = SendBatch::new(&mut a.qp, &a.mr, spec(Op::Write, 8), Some(remote(&b))).unwrap();
+    run_one(&mut fence, &mut a.qp);
+    assert_eq!(
+        &b.bytes()[..16 * 4096],
+        &data[..],
+        "the WRITEs' data landed"
+    );
+    drop(a);
+    assert!(weak.upgrade().is_none(), "the region is freed with its QP");
+}
+
+/// READ responses land in a region whose every program handle is gone: the QP keeps it.
+#[test]
+fn a_read_into_a_dropped_region_lands_in_live_memory() {
+    let e = env();
+    let (mut a, b) = pair(&e, QpType::Rc, false);
+    let data = fill(&b, 0, 8192, 23);
+    let buf = HugeBuffer::new(8192, Placement::default()).unwrap();
+    let dst = MemoryRegion::register(&e.pd, buf, common::all_access()).unwrap();
+    let weak = Arc::downgrade(&dst);
+    let mut read = SendBatch::new(&mut a.qp, &dst, spec(Op::Read, 8192), Some(remote(&b))).unwrap();
+    drop(dst);
+    let wc = run_one(&mut read, &mut a.qp);
+    assert_eq!(wc.byte_len(), 8192);
+    let dst = weak.upgrade().expect("kept by the QP");
+    assert_eq!(dst.to_vec(0, 8192), data);
+}
+
+/// A batch is bound to the QP it was built for: posting it on another is refused, not a
+/// use of a region the other QP never promised to keep.
+#[test]
+fn a_batch_posted_on_another_qp_is_refused() {
+    let e = env();
+    let (mut a, mut b) = pair(&e, QpType::Rc, false);
+    let r = remote(&b);
+    let mut batch = SendBatch::new(&mut a.qp, &a.mr, spec(Op::Write, 8), Some(r)).unwrap();
+    let err = batch.post(&mut b.qp).unwrap_err();
+    assert_eq!(err.to_string(), "this batch was built for another QP");
+    let mut recv = RecvBatch::new(&mut b.qp, &b.mr, 1, 64, 0, 0).unwrap();
+    assert!(recv.post(&mut a.qp, 1).is_err());
+    // On its own QP it posts.
+    run_one(&mut batch, &mut a.qp);
+}
+
+/// The pump (the throughput loop) posts exactly what it is asked, signals one WR per
+/// unsig_batch and leaves exactly one CQE per signaled WR.
+#[test]
+fn the_pump_signals_one_wr_per_unsig_batch() {
+    let e = env();
+    let (mut a, b) = pair(&e, QpType::Rc, false);
+    let mut s = spec(Op::Write, 32);
+    s.inline = true;
+    let mut batch = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
+    let mut counter = UnsignaledCounter::new(16);
+    let mut stretches = 0;
+    let ops = rdma_bench::hot::pump(&mut a.qp, &mut batch, &mut counter, 1000, T, |_| {
+        stretches += 1;
+        true
+    })
+    .unwrap();
+    assert_eq!(ops, 1000);
+    assert_eq!(counter.posted(), 1000);
+    // 1000 WRs, one signaled every 16: 63 signaled, the pump asked once per stretch.
+    assert!(
+        (62..=64).contains(&stretches),
+        "{stretches} stretches for 1000 ops"
+    );
+    counter.drain(a.qp.send_cq(), T).unwrap();
+    let mut extra = [WorkCompletion::default(); 4];
+    assert_eq!(a.qp.send_cq().poll(&mut extra).unwrap(), 0);
 }

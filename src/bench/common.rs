@@ -6,7 +6,10 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::error::{Error, Result};
+use crate::hot::{check_batching, Reap, UnsignaledCounter};
 use crate::mem::{HugePolicy, Placement};
+use crate::registry::WaitOptions;
+use crate::verbs::Port;
 
 /// Parses the original suite's numeric booleans (`--is-client 1`).
 pub fn flag01(s: &str) -> std::result::Result<bool, String> {
@@ -91,9 +94,16 @@ impl CommonArgs {
     pub fn op_limit(&self) -> u64 {
         self.iters.unwrap_or(u64::MAX)
     }
-    /// How long to wait for a peer.
-    pub fn peer_timeout(&self) -> Duration {
-        Duration::from_secs(self.connect_timeout)
+    /// How to wait for a peer in the registry.
+    pub fn wait(&self) -> WaitOptions {
+        WaitOptions {
+            timeout: Duration::from_secs(self.connect_timeout),
+            ..WaitOptions::default()
+        }
+    }
+    /// Opens the port of libhrd's `port_index` (on `--device` if given) with `--gid-index`.
+    pub fn open_port(&self, port_index: usize) -> Result<Port> {
+        Port::open_by(self.device.as_deref(), port_index, self.gid_index)
     }
     /// Checks the common flags.
     pub fn check(&self) -> Result<()> {
@@ -136,21 +146,51 @@ pub fn slot_stride(size: u64) -> usize {
 }
 
 /// The byte a side fills its buffer with, so that `--verify` can tell whose data arrived.
-pub fn fill_byte(active: bool, gid: usize) -> u8 {
-    (if active { 0x40 } else { 0x80 }) | (gid as u8 & 0x3f)
+pub fn fill_byte(active: bool, global_id: usize) -> u8 {
+    (if active { 0x40 } else { 0x80 }) | (global_id as u8 & 0x3f)
 }
 
 /// Per-thread port for `--dual-port`: consecutive threads alternate between two ports.
-pub fn port_index_for(common: &CommonArgs, dual_port: bool, gid: usize) -> usize {
-    common.port_index + if dual_port { gid % 2 } else { 0 }
+pub fn port_index_for(common: &CommonArgs, dual_port: bool, global_id: usize) -> usize {
+    common.port_index + if dual_port { global_id % 2 } else { 0 }
+}
+
+/// The selective-signaling and queue flags every sender shares (one declaration, flattened into
+/// each benchmark; a benchmark whose original default differs changes it with `mut_arg`).
+#[derive(Args, Debug, Clone)]
+pub struct QueueArgs {
+    /// One signaled WR every N (selective signaling)
+    #[arg(long, alias = "unsig_batch", default_value_t = 64)]
+    pub unsig_batch: u32,
+    /// Send queue depth (libhrd's kHrdSQDepth)
+    #[arg(long, alias = "queue_depth", default_value_t = 128)]
+    pub queue_depth: u32,
+    /// When send completions are reaped (the text is REAP_HELP).
+    #[arg(long, default_value = "eager", value_parser = parse_reap, value_name = "eager|lazy", help = REAP_HELP)]
+    pub reap: Reap,
+    /// Inline limit requested from the QP (libhrd's kHrdMaxInline)
+    #[arg(long, alias = "max_inline", default_value_t = 60)]
+    pub max_inline: u32,
+}
+
+impl QueueArgs {
+    /// The selective-signaling counter these flags ask for.
+    pub fn counter(&self) -> UnsignaledCounter {
+        UnsignaledCounter::with_reap(self.unsig_batch, self.reap, self.queue_depth)
+    }
+    /// The paper's invariants for a postlist of `postlist` WRs (at most `max_postlist`).
+    pub fn check(&self, postlist: u32, max_postlist: u32) -> Result<()> {
+        check_batching(postlist, self.unsig_batch, self.queue_depth, max_postlist)
+            .map_err(Error::Config)
+    }
 }
 
 /// Who runs where: the original's thread/role/machine flags, shared by the benchmarks.
 #[derive(Args, Debug, Clone)]
 pub struct Topology {
-    /// Threads in this process (one QP each)
-    #[arg(long, alias = "num_threads", default_value_t = 1)]
-    pub num_threads: usize,
+    /// Threads in this process (one QP each) [default: 1]
+    #[arg(long, alias = "num_threads", value_name = "N")]
+    pub num_threads: Option<usize>,
     /// 1: alternate threads between two ports
     #[arg(long, alias = "dual_port", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub dual_port: bool,
@@ -163,10 +203,23 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// One thread, as the server or the client (two-party tools).
+    pub fn single(is_client: bool) -> Topology {
+        Topology {
+            num_threads: Some(1),
+            dual_port: false,
+            is_client,
+            machine_id: 0,
+        }
+    }
+    /// Threads of this process (`--num-threads`, default 1).
+    pub fn threads(&self) -> usize {
+        self.num_threads.unwrap_or(1)
+    }
     /// Global id of this process's thread 0.
     pub fn first_id(&self) -> usize {
         if self.is_client {
-            self.machine_id * self.num_threads
+            self.machine_id * self.threads()
         } else {
             0
         }
@@ -179,9 +232,9 @@ impl Topology {
             "Server"
         }
     }
-    /// Checks the thread count.
+    /// Refuses zero threads.
     pub fn check(&self) -> Result<()> {
-        require(self.num_threads >= 1, || {
+        require(self.threads() >= 1, || {
             "num-threads must be at least 1".into()
         })
     }

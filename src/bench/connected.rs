@@ -3,9 +3,7 @@
 //! leaves when the active side says it is done and, with `--verify`, checks the WRITEs it received.
 
 use super::common::{fill_byte, port_index_for, CommonArgs, Topology};
-use super::endpoint::{
-    connect_through, idle_until_peer_done, publish_done, Endpoint, EndpointSpec,
-};
+use super::endpoint::{idle_until_peer_done, publish_done, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
 use crate::error::{Error, Result};
 use crate::hot::Remote;
@@ -33,11 +31,11 @@ pub(crate) struct Connected<'a> {
     pub written_slots: (usize, usize),
 }
 
-/// Runs the threads: connect each pair, then `active_body(pair, gid, t, counters)` on the active
-/// side, or wait-and-verify on the passive side.
+/// Runs the threads: connect each pair, then `active_body(pair, global_id, t, counters)` on the
+/// active side, or wait-and-verify on the passive side.
 pub(crate) fn run_connected<F>(c: &Connected<'_>, active_body: F) -> Result<()>
 where
-    F: Fn(&Pair, usize, usize, &Counters) -> Result<()> + Sync,
+    F: Fn(&mut Pair, usize, usize, &Counters) -> Result<()> + Sync,
 {
     let first_id = c.topo.first_id();
     let info = RunInfo {
@@ -49,32 +47,26 @@ where
         first_id,
         json: c.common.json,
     };
-    println!("main: Using {} threads", c.topo.num_threads);
+    println!("main: Using {} threads", c.topo.threads());
     let role = if c.active {
         Role::Counting
     } else {
         Role::Passive
     };
-    run_threads(info, role, c.topo.num_threads, c.common, |t, counters| {
-        let gid = first_id + t;
-        let pair = connect_pair(c, gid)?;
+    run_threads(info, role, c.topo.threads(), c.common, |t, counters| {
+        let global_id = first_id + t;
+        let mut pair = connect_pair(c, global_id)?;
         if c.active {
-            return active_body(&pair, gid, t, counters);
+            return active_body(&mut pair, global_id, t, counters);
         }
         idle_until_peer_done(&pair.reg, &pair.peer, pair.remote.run_id)?;
         if c.common.verify && !c.do_read {
             let (slots, stride) = c.written_slots;
-            verify_slots(
-                &pair.ep,
-                slots,
-                c.size,
-                stride,
-                fill_byte(true, gid),
-                "WRITE",
-            )
-            .map_err(|e| {
-                Error::config(format!(
-                    "{e} (do both sides run with the same --size and --postlist/--window?)"
+            let expect = fill_byte(true, global_id);
+            verify_slots(&pair.ep, slots, c.size, stride, expect, "WRITE").map_err(|e| {
+                Error::Verify(format!(
+                    "{} (do both sides run with the same --size and --postlist/--window?)",
+                    e.to_string().trim_start_matches("verify: ")
                 ))
             })?;
         }
@@ -92,9 +84,9 @@ pub(crate) struct Pair {
     pub peer: String,
 }
 
-/// Makes thread `gid`'s endpoint and connects it to its namesake on the other side
-/// (`server-<gid>` ↔ `client-<gid>`).
-pub(crate) fn connect_pair(s: &Connected<'_>, gid: usize) -> Result<Pair> {
+/// Makes thread `global_id`'s endpoint and connects it to its namesake on the other side
+/// (`server-<id>` ↔ `client-<id>`).
+pub(crate) fn connect_pair(s: &Connected<'_>, global_id: usize) -> Result<Pair> {
     let common = s.common;
     let spec = EndpointSpec {
         qp_type: if s.use_uc { QpType::Uc } else { QpType::Rc },
@@ -102,20 +94,21 @@ pub(crate) fn connect_pair(s: &Connected<'_>, gid: usize) -> Result<Pair> {
         recv_depth: 1,
         max_inline: s.max_inline,
         buf_size: s.buf_size,
-        fill: fill_byte(s.active, gid),
+        fill: fill_byte(s.active, global_id),
         ex: s.wr_api,
     };
-    let ep = Endpoint::new(common, port_index_for(common, s.topo.dual_port, gid), spec)?;
+    let port = common.open_port(port_index_for(common, s.topo.dual_port, global_id))?;
+    let mut ep = Endpoint::new(&port, spec, common.placement())?;
     let reg = Registry::connect(common.registry.as_deref())?;
     let (me, peer) = if s.topo.is_client {
-        (format!("client-{gid}"), format!("server-{gid}"))
+        (format!("client-{global_id}"), format!("server-{global_id}"))
     } else {
-        (format!("server-{gid}"), format!("client-{gid}"))
+        (format!("server-{global_id}"), format!("client-{global_id}"))
     };
-    let remote = connect_through(&reg, &ep.qp, Some(&ep.mr), &me, &peer, common)?;
+    let remote = ep.rendezvous(&reg, &me, &peer, common.wait())?;
     println!(
-        "main: {} {gid} connected to {peer}",
-        if s.topo.is_client { "Client" } else { "Server" }
+        "main: {} {global_id} connected to {peer}",
+        s.topo.role_name()
     );
     Ok(Pair {
         ep,
@@ -155,11 +148,10 @@ pub(crate) fn verify_slots(
     what: &str,
 ) -> Result<()> {
     for i in 0..slots {
-        // SAFETY: the peer is done (WRITE) or our last READs completed: nothing writes here now.
-        let got = unsafe { ep.bytes(i * stride, size as usize) };
+        let got = ep.mr().to_vec(i * stride, size as usize);
         if let Some(pos) = got.iter().position(|&b| b != expect) {
-            return Err(Error::config(format!(
-                "verify: {what} slot {i} byte {pos} is {:#04x}, expected {expect:#04x}",
+            return Err(Error::Verify(format!(
+                "{what} slot {i} byte {pos} is {:#04x}, expected {expect:#04x}",
                 got[pos]
             )));
         }

@@ -1,12 +1,12 @@
-//! A worker thread's verbs objects and how it meets its peer through the registry.
+//! A worker thread's verbs objects, and how it meets its peer through the registry.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::common::CommonArgs;
-use crate::error::{Error, Result};
-use crate::hot::{stop_requested, PollTimeout, Postlist, UnsignaledCounter};
-use crate::mem::HugeBuffer;
+use crate::control::stop_requested;
+use crate::error::Result;
+use crate::hot::{pump, PollTimeout, Postlist, UnsignaledCounter};
+use crate::mem::{HugeBuffer, Placement};
 use crate::registry::{Entry, Registry, WaitOptions};
 use crate::stats::Counters;
 use crate::verbs::{
@@ -14,17 +14,30 @@ use crate::verbs::{
     QpType, QueuePair,
 };
 
-/// One QP with its CQ, a buffer and the MR over it. Fields drop in order: QP, MR, then the buffer
-/// the MR covers.
+/// One QP with its CQ and a registered buffer. The region owns the memory and the QP keeps the
+/// region alive while WRs may reference it, so these drop safely in any order; the fields are
+/// private all the same, so that nothing swaps them under a running loop.
+///
+/// Reading the region compiles:
+/// ```
+/// # use rdma_bench::bench::endpoint::Endpoint;
+/// fn first_byte(ep: &Endpoint) -> u8 {
+///     ep.mr().to_vec(0, 1)[0]
+/// }
+/// ```
+/// Swapping it out from under the QP does not:
+/// ```compile_fail,E0616
+/// # use std::sync::Arc;
+/// # use rdma_bench::bench::endpoint::Endpoint;
+/// # use rdma_bench::verbs::MemoryRegion;
+/// fn swap(ep: &mut Endpoint, other: Arc<MemoryRegion>) -> Arc<MemoryRegion> {
+///     std::mem::replace(&mut ep.mr, other)
+/// }
+/// ```
 pub struct Endpoint {
-    /// The queue pair.
-    pub qp: QueuePair,
-    /// The registered buffer.
-    pub mr: MemoryRegion,
-    /// The memory itself.
-    pub buf: HugeBuffer,
-    /// Its protection domain (kept for AHs).
-    pub pd: Arc<ProtectionDomain>,
+    qp: QueuePair,
+    mr: Arc<MemoryRegion>,
+    pd: Arc<ProtectionDomain>,
 }
 
 /// What an endpoint is made of.
@@ -47,14 +60,8 @@ pub struct EndpointSpec {
 }
 
 impl Endpoint {
-    /// Opens the port for `port_index`, and makes PD, CQ, QP, buffer and MR on it.
-    pub fn new(common: &CommonArgs, port_index: usize, spec: EndpointSpec) -> Result<Endpoint> {
-        let port = Port::open_by(common.device.as_deref(), port_index, common.gid_index)?;
-        Self::on_port(common, &port, spec)
-    }
-
-    /// Like [`Endpoint::new`] on an already opened port (sharing its context).
-    pub fn on_port(common: &CommonArgs, port: &Port, spec: EndpointSpec) -> Result<Endpoint> {
+    /// Makes PD, CQ, QP, buffer (placed as `place` says) and MR on `port`.
+    pub fn new(port: &Port, spec: EndpointSpec, place: Placement) -> Result<Endpoint> {
         let pd = ProtectionDomain::new(port.context())?;
         let cq = CompletionQueue::new(port.context(), spec.queue_depth + spec.recv_depth)?;
         let caps = QpCaps {
@@ -69,9 +76,6 @@ impl Endpoint {
         } else {
             QueuePair::new(&pd, port, &cq, &cq, spec.qp_type, caps)?
         };
-        let mut buf = HugeBuffer::new(spec.buf_size, common.placement())?;
-        // SAFETY: no QP can touch this memory yet: nothing is registered or posted.
-        unsafe { buf.as_mut_slice().fill(spec.fill) };
         let access = match spec.qp_type {
             QpType::Rc => {
                 Access::LOCAL_WRITE
@@ -82,9 +86,26 @@ impl Endpoint {
             QpType::Uc => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             QpType::Ud => Access::LOCAL_WRITE,
         };
-        // SAFETY: `buf` is owned by the Endpoint, whose field order drops `mr` before `buf`.
-        let mr = unsafe { MemoryRegion::register(&pd, buf.as_ptr(), buf.len(), access)? };
-        Ok(Endpoint { qp, mr, buf, pd })
+        let mr = MemoryRegion::register(&pd, HugeBuffer::new(spec.buf_size, place)?, access)?;
+        mr.fill(spec.fill);
+        Ok(Endpoint { qp, mr, pd })
+    }
+
+    /// The queue pair.
+    pub fn qp(&self) -> &QueuePair {
+        &self.qp
+    }
+    /// The queue pair, for posting.
+    pub fn qp_mut(&mut self) -> &mut QueuePair {
+        &mut self.qp
+    }
+    /// The registered buffer.
+    pub fn mr(&self) -> &Arc<MemoryRegion> {
+        &self.mr
+    }
+    /// The QP (to post on) and the region (to build batches over) at once.
+    pub fn parts(&mut self) -> (&mut QueuePair, &Arc<MemoryRegion>) {
+        (&mut self.qp, &self.mr)
     }
 
     /// What a peer needs to reach this endpoint and its buffer.
@@ -93,64 +114,23 @@ impl Endpoint {
     }
 
     /// An AH towards a UD peer.
-    pub fn ah_to(&self, peer: &QpInfo) -> Result<AddressHandle> {
+    pub fn ah_to(&self, peer: &QpInfo) -> Result<Arc<AddressHandle>> {
         AddressHandle::new(&self.pd, self.qp.port(), peer)
     }
 
-    /// Reads `len` bytes at `off` of the buffer.
-    ///
-    /// # Safety
-    /// No operation that writes this range may be in flight.
-    pub unsafe fn bytes(&self, off: usize, len: usize) -> &[u8] {
-        // SAFETY: forwarded to the caller.
-        unsafe { &self.buf.as_slice()[off..off + len] }
+    /// Meets the connected peer `peer` as `me` (see [`Registry::rendezvous`]), exposing this
+    /// endpoint's buffer.
+    pub fn rendezvous(
+        &mut self,
+        reg: &Registry,
+        me: &str,
+        peer: &str,
+        wait: WaitOptions,
+    ) -> Result<Entry> {
+        let info = self.info();
+        let qp = &mut self.qp;
+        reg.rendezvous(me, peer, &info, wait, |remote| qp.connect(remote))
     }
-}
-
-fn waiting(common: &CommonArgs) -> WaitOptions {
-    WaitOptions {
-        timeout: common.peer_timeout(),
-        ..WaitOptions::default()
-    }
-}
-
-fn stale_hint(e: Error, peer: &str) -> Error {
-    Error::config(format!(
-        "{e} (is {peer} running? if an earlier run was killed, its registry entries may be stale: restart memcached)"
-    ))
-}
-
-/// Connects an RC/UC QP to the peer named `peer` through the registry: publish `me` (the QP and
-/// the buffer it exposes), wait for `peer`, connect, mark ready, and wait until the peer marks
-/// ready from the same run as the entry we connected to (so a dead earlier run's entry is
-/// detected, not used).
-pub fn connect_through(
-    reg: &Registry,
-    qp: &QueuePair,
-    exposed: Option<&MemoryRegion>,
-    me: &str,
-    peer: &str,
-    common: &CommonArgs,
-) -> Result<Entry> {
-    reg.publish(me, &qp.info(exposed))?;
-    let remote = reg
-        .wait_for(peer, waiting(common))
-        .map_err(|e| stale_hint(e, peer))?;
-    qp.connect(&remote.info)?;
-    reg.publish_ready(me)?;
-    reg.wait_ready(peer, waiting(common), Some(remote.run_id))
-        .map_err(|e| stale_hint(e, peer))?;
-    Ok(remote)
-}
-
-/// Looks up a UD peer (published with its ready marker).
-pub fn find_ud_peer(reg: &Registry, peer: &str, common: &CommonArgs) -> Result<Entry> {
-    let remote = reg
-        .wait_for(peer, waiting(common))
-        .map_err(|e| stale_hint(e, peer))?;
-    reg.wait_ready(peer, waiting(common), Some(remote.run_id))
-        .map_err(|e| stale_hint(e, peer))?;
-    Ok(remote)
 }
 
 /// Marks this side finished, so passive peers can leave.
@@ -170,11 +150,11 @@ pub fn idle_until_peer_done(reg: &Registry, peer: &str, run: u64) -> Result<()> 
     Ok(())
 }
 
-/// The throughput loop every selectively-signaled sender runs: post the batch until stopped,
-/// publishing the running count for the reporter, then reap the signaled completions still out.
-/// Stops at `op_limit` operations (rounded up to whole batches).
+/// The throughput loop every selectively-signaled sender runs ([`pump`]): posts until stopped
+/// or `op_limit` operations (rounded up to whole postlists), publishing the running count for the
+/// reporter once per stretch, then reaps the signaled completions still out.
 pub fn selective_loop<B: Postlist>(
-    ep: &Endpoint,
+    qp: &mut QueuePair,
     batch: &mut B,
     mut counter: UnsignaledCounter,
     op_limit: u64,
@@ -182,14 +162,15 @@ pub fn selective_loop<B: Postlist>(
     counters: &Counters,
 ) -> Result<()> {
     let timeout = PollTimeout::default();
-    let per_post = batch.len() as u64;
-    let mut ops = 0u64;
     counters.start(t);
-    while !stop_requested() && ops < op_limit {
-        batch.post_selective(&mut counter, timeout)?;
-        ops += per_post;
+    let ops = pump(qp, batch, &mut counter, op_limit, timeout, |ops| {
+        counters.set(t, ops);
+        !stop_requested()
+    });
+    if let Ok(ops) = ops {
         counters.set(t, ops);
     }
     counters.stop(t);
-    counter.drain(ep.qp.send_cq(), timeout)
+    ops?;
+    counter.drain(qp.send_cq(), timeout)
 }

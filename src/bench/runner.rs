@@ -1,7 +1,7 @@
 //! Runs a benchmark's worker threads, prints the once-a-second report, and stops everything on
 //! `--duration`, SIGINT/SIGTERM, or the first error — always with a summary. A one-thread run
 //! stays a one-thread process (the report runs from the worker's stop checks, see
-//! [`crate::hot::Ticker`]); with more workers a reporter thread does it.
+//! [`crate::control::Ticker`]); with more workers a reporter thread does it.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use super::common::CommonArgs;
-use crate::error::Result;
-use crate::hot::{install_stop_signals, request_stop, stop_requested, Ticker};
+use crate::control::{install_stop_signals, request_stop, stop_requested, Ticker};
+use crate::error::{Error, Result};
 use crate::stats::{Counters, JsonObject, Reporter, RunInfo, Summary};
 
 /// How a process's threads take part.
@@ -36,7 +36,7 @@ pub fn run_threads<F>(
 where
     F: Fn(usize, &Counters) -> Result<()> + Sync,
 {
-    install_stop_signals();
+    install_stop_signals()?;
     let counters = Counters::new(threads);
     let clock = ReportClock {
         reporter: Reporter::new(info.clone(), Arc::clone(&counters)),
@@ -55,65 +55,85 @@ where
         r
     };
     let (mut reporter, results) = if threads == 1 {
-        // No second thread at all (see hot::Ticker): the worker's own stop checks run the clock.
-        let clock = Rc::new(RefCell::new(clock));
-        let ticker = Ticker::start(TICK, {
-            let clock = Rc::clone(&clock);
-            Box::new(move || clock.borrow_mut().step())
-        });
-        let r = run_worker(0);
-        drop(ticker);
-        let clock = Rc::try_unwrap(clock).map_err(|_| crate::Error::config("ticker leaked"))?;
-        (clock.into_inner().reporter, vec![r])
+        run_alone(clock, run_worker)?
     } else {
-        let finished = AtomicUsize::new(0);
-        let run_counted = |t| {
-            let r = run_worker(t);
-            finished.fetch_add(1, Ordering::Release);
-            r
-        };
-        std::thread::scope(|s| {
-            let run_worker = &run_counted;
-            let others: Vec<_> = (1..threads)
-                .map(|t| s.spawn(move || run_worker(t)))
-                .collect();
-            let report = s.spawn(|| clock.run_until(&finished, threads));
-            let mut results = vec![run_worker(0)];
-            for h in others {
-                results.push(h.join().unwrap_or_else(|_| {
-                    Err(crate::Error::Config("a worker thread panicked".into()))
-                }));
-            }
-            let reporter = report
-                .join()
-                .unwrap_or_else(|_| Reporter::new(info.clone(), Arc::clone(&counters)));
-            (reporter, results)
-        })
+        run_with_reporter(clock, threads, run_worker)
     };
     let summary = match role {
         Role::Counting => reporter.finish(),
-        Role::Passive => {
-            println!("main: {} threads 0..{threads}: done", info.role);
-            if info.json {
-                let o = JsonObject::new()
-                    .str("bench", info.bench)
-                    .str("role", &info.role.to_lowercase())
-                    .bool("summary", true)
-                    .bool("passive", true)
-                    .int("threads", threads as u64)
-                    .int("ops", 0)
-                    .num("mops", 0.0);
-                println!("{}", o.finish());
-            }
-            Summary {
-                ops: 0,
-                mops: 0.0,
-                elapsed_s: 0.0,
-            }
-        }
+        Role::Passive => passive_summary(&info, threads),
     };
     results.into_iter().collect::<Result<Vec<()>>>()?;
     Ok(summary)
+}
+
+/// One worker and no second thread at all (see [`Ticker`]): the worker's own stop checks run the
+/// clock.
+fn run_alone(
+    clock: ReportClock,
+    run_worker: impl Fn(usize) -> Result<()>,
+) -> Result<(Reporter, Vec<Result<()>>)> {
+    let clock = Rc::new(RefCell::new(clock));
+    let ticker = Ticker::start(TICK, {
+        let clock = Rc::clone(&clock);
+        Box::new(move || clock.borrow_mut().step())
+    });
+    let r = run_worker(0);
+    drop(ticker);
+    let clock = Rc::try_unwrap(clock).map_err(|_| Error::protocol("the report ticker leaked"))?;
+    Ok((clock.into_inner().reporter, vec![r]))
+}
+
+/// Worker 0 on this thread, the others on their own, and a reporter thread for the clock.
+fn run_with_reporter(
+    clock: ReportClock,
+    threads: usize,
+    run_worker: impl Fn(usize) -> Result<()> + Sync,
+) -> (Reporter, Vec<Result<()>>) {
+    let finished = AtomicUsize::new(0);
+    let run_counted = |t| {
+        let r = run_worker(t);
+        finished.fetch_add(1, Ordering::Release);
+        r
+    };
+    let fallback = Reporter::new(clock.reporter.info().clone(), Arc::clone(&clock.counters));
+    std::thread::scope(|s| {
+        let run_worker = &run_counted;
+        let others: Vec<_> = (1..threads)
+            .map(|t| s.spawn(move || run_worker(t)))
+            .collect();
+        let report = s.spawn(|| clock.run_until(&finished, threads));
+        let mut results = vec![run_worker(0)];
+        for h in others {
+            results.push(
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::protocol("a worker thread panicked"))),
+            );
+        }
+        let reporter = report.join().unwrap_or(fallback);
+        (reporter, results)
+    })
+}
+
+/// A passive side's end: one line (and a JSON object), no rates.
+fn passive_summary(info: &RunInfo, threads: usize) -> Summary {
+    println!("main: {} threads 0..{threads}: done", info.role);
+    if info.json {
+        let o = JsonObject::new()
+            .str("bench", info.bench)
+            .str("role", &info.role.to_lowercase())
+            .bool("summary", true)
+            .bool("passive", true)
+            .int("threads", threads as u64)
+            .int("ops", 0)
+            .num("mops", 0.0);
+        println!("{}", o.finish());
+    }
+    Summary {
+        ops: 0,
+        mops: 0.0,
+        elapsed_s: 0.0,
+    }
 }
 
 /// How often the report clock looks at the counters (and so how precisely `--duration` ends).

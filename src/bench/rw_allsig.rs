@@ -6,8 +6,9 @@ use clap::Parser;
 
 use super::common::{check_inline, fill_byte, flag01, require, CommonArgs, Topology};
 use super::connected::{finish_active, run_connected, verify_slots, Connected};
+use crate::control::stop_requested;
 use crate::error::Result;
-use crate::hot::{poll_one, stop_requested, Op, PollTimeout, SendBatch, SendSpec};
+use crate::hot::{poll_one, Op, PollTimeout, SendBatch, SendSpec};
 
 /// Local slot of WR `i` of the window: `i × 64`, so READ responses of a window never overlap.
 const SLOT: usize = 64;
@@ -53,9 +54,7 @@ pub struct Args {
 /// The checks that refuse a run before anything is made.
 pub fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
-    require(a.topo.num_threads >= 1, || {
-        "num-threads must be at least 1".into()
-    })?;
+    a.topo.check()?;
     require((1..=SLOT as u64).contains(&a.size), || {
         format!("size must be between 1 and {SLOT} bytes, not {}", a.size)
     })?;
@@ -100,8 +99,7 @@ pub fn run(a: Args) -> Result<()> {
         wr_api: false,
         written_slots: (1, 0), // every WRITE of a window lands on the same remote bytes
     };
-    run_connected(&c, |pair, gid, t, counters| {
-        let ep = &pair.ep;
+    run_connected(&c, |pair, global_id, t, counters| {
         let send = SendSpec {
             op: if a.do_read { Op::Read } else { Op::Write },
             postlist: a.window as usize,
@@ -111,10 +109,12 @@ pub fn run(a: Args) -> Result<()> {
             remote_offset: 0,
             inline: !a.do_read,
         };
-        let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(pair.remote_buf()))?;
+        let remote = pair.remote_buf();
+        let (qp, mr) = pair.ep.parts();
+        let mut batch = SendBatch::new(qp, mr, send, Some(remote))?;
         for i in 0..batch.len() {
             // …and reads into its own 64-byte local slot.
-            batch.set_local_addr(i, ep.mr.addr() as u64 + (i * SLOT) as u64)?;
+            batch.set_local_addr(i, mr.addr() as u64 + (i * SLOT) as u64)?;
             batch.set_signaled(i, i + 1 == batch.len());
         }
         let timeout = PollTimeout::default();
@@ -124,15 +124,16 @@ pub fn run(a: Args) -> Result<()> {
         let limit = a.common.op_limit();
         while !stop_requested() && ops < limit {
             for i in 0..batch.len() {
-                batch.post_one(i)?;
+                batch.post_one(qp, i)?;
             }
-            poll_one(ep.qp.send_cq(), timeout)?;
+            poll_one(qp.send_cq(), timeout)?;
             ops += window;
             counters.set(t, ops);
         }
         counters.stop(t);
         if a.common.verify && a.do_read {
-            verify_slots(ep, batch.len(), a.size, SLOT, fill_byte(false, gid), "READ")?;
+            let expect = fill_byte(false, global_id);
+            verify_slots(&pair.ep, batch.len(), a.size, SLOT, expect, "READ")?;
         }
         finish_active(&pair.reg, &pair.me)
     })

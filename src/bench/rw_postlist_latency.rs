@@ -7,8 +7,9 @@ use clap::Parser;
 use super::common::{fill_byte, slot_stride, CommonArgs};
 use super::connected::{finish_active, run_connected, verify_slots};
 use super::rw_tput::{validate as validate_rw, RwFlags};
+use crate::control::stop_requested;
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, stop_requested, PollTimeout, SendBatch};
+use crate::hot::{poll_one, PollTimeout, SendBatch};
 use crate::stats::{CycleClock, JsonObject, LatencySummary, Stamp};
 
 /// rw-postlist-latency's command line: rw-tput's flags plus the sample count.
@@ -48,10 +49,10 @@ pub fn run(a: Args) -> Result<()> {
         !f.topo.is_client,
         a.buf_size,
     );
-    run_connected(&c, |pair, gid, t, counters| {
-        let ep = &pair.ep;
-        let send = f.send_spec();
-        let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(pair.remote_buf()))?;
+    run_connected(&c, |pair, global_id, t, counters| {
+        let remote = pair.remote_buf();
+        let (qp, mr) = pair.ep.parts();
+        let mut batch = SendBatch::new(qp, mr, f.send_spec(), Some(remote))?;
         let last = batch.len() - 1;
         batch.set_signaled(last, true);
         let timeout = PollTimeout::default();
@@ -63,8 +64,8 @@ pub fn run(a: Args) -> Result<()> {
         let limit = a.common.op_limit();
         while !stop_requested() && samples.len() < a.samples && ops < limit {
             let t0 = clock.stamp();
-            batch.post()?;
-            poll_one(ep.qp.send_cq(), timeout)?;
+            batch.post(qp)?;
+            poll_one(qp.send_cq(), timeout)?;
             samples.push(CycleClock::ticks(t0, clock.stamp()));
             ops += postlist;
             counters.set(t, ops);
@@ -73,32 +74,26 @@ pub fn run(a: Args) -> Result<()> {
         let ticks_per_us = clock.ticks_per_us();
         let mut samples_us: Vec<f64> = samples.iter().map(|&c| c as f64 / ticks_per_us).collect();
         if a.common.verify && f.do_read {
-            verify_slots(
-                ep,
-                batch.len(),
-                f.size,
-                stride,
-                fill_byte(false, gid),
-                "READ",
-            )?;
+            let expect = fill_byte(false, global_id);
+            verify_slots(&pair.ep, batch.len(), f.size, stride, expect, "READ")?;
         }
         if let Some(l) = LatencySummary::from_samples(&mut samples_us) {
-            report_latency(&l, gid, a.common.json);
+            report_latency(&l, global_id, a.common.json);
         }
         finish_active(&pair.reg, &pair.me)
     })
 }
 
-fn report_latency(l: &LatencySummary, gid: usize, json: bool) {
+fn report_latency(l: &LatencySummary, global_id: usize, json: bool) {
     println!(
-        "main: Server {gid}: Average latency = {:.2}us, median = {:.2}us, 99th = {:.2}us ({} samples)",
+        "main: Server {global_id}: Average latency = {:.2}us, median = {:.2}us, 99th = {:.2}us ({} samples)",
         l.average_us, l.median_us, l.p99_us, l.samples
     );
     if json {
         let o = JsonObject::new()
             .str("bench", "rw-postlist-latency")
             .str("role", "server")
-            .int("thread", gid as u64)
+            .int("thread", global_id as u64)
             .bool("latency", true)
             .int("samples", l.samples as u64)
             .num("average_us", l.average_us)

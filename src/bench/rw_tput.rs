@@ -8,16 +8,12 @@
 use clap::{Args, Parser};
 
 use super::common::{
-    check_inline, fill_byte, flag01, parse_reap, require, slot_stride, CommonArgs, Topology,
-    REAP_HELP,
+    check_inline, fill_byte, flag01, require, slot_stride, CommonArgs, QueueArgs, Topology,
 };
 use super::connected::{finish_active, run_connected, verify_slots, Connected};
 use super::endpoint::selective_loop;
-use crate::error::{Error, Result};
-use crate::hot::{
-    check_batching, poll_exact, Op, PollTimeout, Reap, SendBatch, SendSpec, UnsignaledCounter,
-    WrBatch,
-};
+use crate::error::Result;
+use crate::hot::{poll_exact, Op, PollTimeout, SendBatch, SendSpec, WrBatch};
 use crate::verbs::WorkCompletion;
 
 /// Flags of both rw-tput benchmarks (the original's, same names and meanings).
@@ -38,18 +34,9 @@ pub struct RwFlags {
     /// 1: RDMA READs, 0: inlined RDMA WRITEs
     #[arg(long, alias = "do_read", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub do_read: bool,
-    /// One signaled WR every N (selective signaling)
-    #[arg(long, alias = "unsig_batch", default_value_t = 64)]
-    pub unsig_batch: u32,
-    /// Send queue depth (libhrd's kHrdSQDepth)
-    #[arg(long, alias = "queue_depth", default_value_t = 128)]
-    pub queue_depth: u32,
-    /// When send completions are reaped (the text is REAP_HELP).
-    #[arg(long, default_value = "eager", value_parser = parse_reap, value_name = "eager|lazy", help = REAP_HELP)]
-    pub reap: Reap,
-    /// Inline limit requested from the QP (libhrd's kHrdMaxInline)
-    #[arg(long, alias = "max_inline", default_value_t = 60)]
-    pub max_inline: u32,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub queue: QueueArgs,
     /// 1: WRITEs carry their payload inline (the original always does); 0: from the MR
     #[arg(long, default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub inline: bool,
@@ -94,8 +81,8 @@ impl RwFlags {
             do_read: self.do_read,
             size: self.size,
             postlist: self.postlist,
-            queue_depth: self.queue_depth,
-            max_inline: self.max_inline,
+            queue_depth: self.queue.queue_depth,
+            max_inline: self.queue.max_inline,
             buf_size,
             wr_api: self.post_api == PostApi::Wr,
             written_slots: (self.postlist as usize, slot_stride(self.size)),
@@ -113,11 +100,6 @@ impl RwFlags {
             remote_offset: 0,
             inline: self.inlined(),
         }
-    }
-
-    /// The selective-signaling counter these flags ask for.
-    pub(crate) fn counter(&self) -> UnsignaledCounter {
-        UnsignaledCounter::with_reap(self.unsig_batch, self.reap, self.queue_depth)
     }
 
     /// Whether WRITEs go inline (READs never do).
@@ -198,17 +180,14 @@ pub fn run_receiver(a: ReceiverArgs) -> Result<()> {
 /// The checks that refuse a run before anything is made.
 pub fn validate(f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Result<()> {
     common.check()?;
-    require(f.topo.num_threads >= 1, || {
-        "num-threads must be at least 1".into()
-    })?;
+    f.topo.check()?;
     require(f.size >= 1, || "size must be at least 1 byte".into())?;
     require(!(f.use_uc && f.do_read), || {
         "UC cannot do READs (--use-uc 1 needs --do-read 0)".into()
     })?;
-    check_batching(f.postlist, f.unsig_batch, f.queue_depth, f.max_postlist)
-        .map_err(Error::Config)?;
+    f.queue.check(f.postlist, f.max_postlist)?;
     if f.inlined() {
-        check_inline(f.size, f.max_inline, "WRITEs")?;
+        check_inline(f.size, f.queue.max_inline, "WRITEs")?;
     }
     let need = f.postlist as usize * slot_stride(f.size);
     require(need <= buf_size, || {
@@ -221,36 +200,44 @@ fn run(bench: Bench, f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Resul
     let stride = slot_stride(f.size);
     let active = f.topo.is_client == bench.client_is_active();
     let c = f.connected(bench.name(), common, active, buf_size);
-    run_connected(&c, |pair, gid, t, counters| {
-        let ep = &pair.ep;
+    run_connected(&c, |pair, global_id, t, counters| {
         let send = f.send_spec();
+        let remote = pair.remote_buf();
+        let (qp, mr) = pair.ep.parts();
         if f.post_api == PostApi::Wr {
-            let mut wr = WrBatch::new(&ep.qp, &ep.mr, send, pair.remote_buf())?;
-            selective_loop(ep, &mut wr, f.counter(), common.op_limit(), t, counters)?;
+            let mut wr = WrBatch::new(qp, mr, send, remote)?;
+            selective_loop(
+                qp,
+                &mut wr,
+                f.queue.counter(),
+                common.op_limit(),
+                t,
+                counters,
+            )?;
         }
         // The classic batch also serves --verify's final all-signaled post on either path.
-        let mut batch = SendBatch::new(&ep.qp, &ep.mr, send, Some(pair.remote_buf()))?;
+        let mut batch = SendBatch::new(qp, mr, send, Some(remote))?;
         if f.post_api == PostApi::Classic {
-            selective_loop(ep, &mut batch, f.counter(), common.op_limit(), t, counters)?;
+            selective_loop(
+                qp,
+                &mut batch,
+                f.queue.counter(),
+                common.op_limit(),
+                t,
+                counters,
+            )?;
         }
         if common.verify {
-            let timeout = PollTimeout::default();
             // One more batch, all signaled: once it completes, every earlier WR has too (RC order).
             for i in 0..batch.len() {
                 batch.set_signaled(i, true);
             }
-            batch.post()?;
+            batch.post(qp)?;
             let mut wcs = vec![WorkCompletion::default(); batch.len()];
-            poll_exact(ep.qp.send_cq(), &mut wcs, timeout)?;
+            poll_exact(qp.send_cq(), &mut wcs, PollTimeout::default())?;
             if f.do_read {
-                verify_slots(
-                    ep,
-                    batch.len(),
-                    f.size,
-                    stride,
-                    fill_byte(false, gid),
-                    "READ",
-                )?;
+                let expect = fill_byte(false, global_id);
+                verify_slots(&pair.ep, batch.len(), f.size, stride, expect, "READ")?;
             }
         }
         finish_active(&pair.reg, &pair.me)

@@ -9,18 +9,16 @@
 use clap::Parser;
 
 use super::common::{
-    check_inline, fill_byte, parse_reap, port_index_for, require, CommonArgs, Topology, REAP_HELP,
+    check_inline, fill_byte, port_index_for, require, CommonArgs, QueueArgs, Topology,
 };
-use super::endpoint::{find_ud_peer, publish_done, selective_loop, Endpoint, EndpointSpec};
+use super::endpoint::{publish_done, selective_loop, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
+use crate::control::stop_requested;
 use crate::error::{Error, Result};
-use crate::hot::{
-    check_batching, stop_requested, Op, Reap, RecvBatch, SendBatch, SendSpec, UnsignaledCounter,
-    GRH_BYTES,
-};
+use crate::hot::{Op, RecvBatch, SendBatch, SendSpec, GRH_BYTES};
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
-use crate::verbs::{AddressHandle, QpType, WorkCompletion};
+use crate::verbs::{QpType, WorkCompletion};
 
 /// The immediate every ud-receiver SEND carries (and the server checks).
 pub const IMM: u32 = 3185;
@@ -42,21 +40,12 @@ pub struct UdArgs {
     /// ud-sender: client UD QPs each server thread sends to, round-robin (kAppNumClients)
     #[arg(long, alias = "num_clients", default_value_t = 1)]
     pub num_clients: usize,
-    /// One signaled SEND every N
-    #[arg(long, alias = "unsig_batch", default_value_t = 64)]
-    pub unsig_batch: u32,
-    /// Send queue depth (kHrdSQDepth)
-    #[arg(long, alias = "queue_depth", default_value_t = 128)]
-    pub queue_depth: u32,
-    /// When send completions are reaped (the text is REAP_HELP).
-    #[arg(long, default_value = "eager", value_parser = parse_reap, value_name = "eager|lazy", help = REAP_HELP)]
-    pub reap: Reap,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub queue: QueueArgs,
     /// RECVs kept posted by receivers (kHrdRQDepth)
     #[arg(long, alias = "rq_depth", default_value_t = 2048)]
     pub rq_depth: u32,
-    /// Inline limit requested from the QP
-    #[arg(long, alias = "max_inline", default_value_t = 60)]
-    pub max_inline: u32,
     /// Largest postlist accepted (ud-sender: 128, ud-receiver: 64 in the original)
     #[arg(long, alias = "max_postlist", default_value_t = 128)]
     pub max_postlist: u32,
@@ -112,18 +101,15 @@ pub fn run_receiver(a: ReceiverArgs) -> Result<()> {
 /// The checks that refuse a run before anything is made.
 pub fn validate(a: &UdArgs, sending: bool) -> Result<()> {
     a.common.check()?;
-    require(a.topo.num_threads >= 1, || {
-        "num-threads must be at least 1".into()
-    })?;
+    a.topo.check()?;
     require(a.num_clients >= 1, || {
         "num-clients must be at least 1".into()
     })?;
     require(a.size >= 1, || "size must be at least 1 byte".into())?;
     require(a.rq_depth >= 1, || "rq-depth must be at least 1".into())?;
     if sending {
-        check_batching(a.postlist, a.unsig_batch, a.queue_depth, a.max_postlist)
-            .map_err(Error::Config)?;
-        check_inline(a.size, a.max_inline, "SENDs")?;
+        a.queue.check(a.postlist, a.max_postlist)?;
+        check_inline(a.size, a.queue.max_inline, "SENDs")?;
     } else {
         require(a.postlist >= 1 && a.postlist <= a.rq_depth, || {
             format!(
@@ -158,48 +144,36 @@ fn run(bench: Bench, a: &UdArgs) -> Result<()> {
         first_id,
         json: a.common.json,
     };
-    println!("main: Using {} threads", a.topo.num_threads);
-    run_threads(
-        info,
-        Role::Counting,
-        a.topo.num_threads,
-        &a.common,
-        |t, counters| {
-            let gid = first_id + t;
-            let spec = EndpointSpec {
-                qp_type: QpType::Ud,
-                queue_depth: a.queue_depth,
-                recv_depth: if sending { 1 } else { a.rq_depth },
-                max_inline: a.max_inline,
-                buf_size: 4096,
-                fill: fill_byte(sending, gid),
-                ex: false,
-            };
-            let ep = Endpoint::new(
-                &a.common,
-                port_index_for(&a.common, a.topo.dual_port, gid),
-                spec,
-            )?;
-            let reg = Registry::connect(a.common.registry.as_deref())?;
-            let peers: Vec<String> = match (bench, sending) {
-                (Bench::Sender, true) => {
-                    (0..a.num_clients).map(|c| format!("client-{c}")).collect()
-                }
-                (Bench::Receiver, true) => vec![format!("server-{}", gid % a.topo.num_threads)],
-                _ => vec![],
-            };
-            let me = if a.topo.is_client {
-                format!("client-{gid}")
-            } else {
-                format!("server-{gid}")
-            };
-            if sending {
-                send_loop(a, bench, &ep, &reg, &me, &peers, t, counters)
-            } else {
-                recv_loop(a, bench, &ep, &reg, &me, t, counters)
-            }
-        },
-    )?;
+    let threads = a.topo.threads();
+    println!("main: Using {threads} threads");
+    run_threads(info, Role::Counting, threads, &a.common, |t, counters| {
+        let global_id = first_id + t;
+        let spec = EndpointSpec {
+            qp_type: QpType::Ud,
+            queue_depth: a.queue.queue_depth,
+            recv_depth: if sending { 1 } else { a.rq_depth },
+            max_inline: a.queue.max_inline,
+            buf_size: 4096,
+            fill: fill_byte(sending, global_id),
+            ex: false,
+        };
+        let port = a
+            .common
+            .open_port(port_index_for(&a.common, a.topo.dual_port, global_id))?;
+        let mut ep = Endpoint::new(&port, spec, a.common.placement())?;
+        let reg = Registry::connect(a.common.registry.as_deref())?;
+        let peers: Vec<String> = match (bench, sending) {
+            (Bench::Sender, true) => (0..a.num_clients).map(|c| format!("client-{c}")).collect(),
+            (Bench::Receiver, true) => vec![format!("server-{}", global_id % threads)],
+            _ => vec![],
+        };
+        let me = format!("{}-{global_id}", a.topo.role_name().to_lowercase());
+        if sending {
+            send_loop(a, bench, &mut ep, &reg, &me, &peers, t, counters)
+        } else {
+            recv_loop(a, bench, &mut ep, &reg, &me, t, counters)
+        }
+    })?;
     Ok(())
 }
 
@@ -207,7 +181,7 @@ fn run(bench: Bench, a: &UdArgs) -> Result<()> {
 fn send_loop(
     a: &UdArgs,
     bench: Bench,
-    ep: &Endpoint,
+    ep: &mut Endpoint,
     reg: &Registry,
     me: &str,
     peers: &[String],
@@ -216,7 +190,7 @@ fn send_loop(
 ) -> Result<()> {
     let mut dests = Vec::with_capacity(peers.len());
     for p in peers {
-        let e = find_ud_peer(reg, p, &a.common)?;
+        let e = reg.find_ready(p, a.common.wait())?;
         dests.push((ep.ah_to(&e.info)?, e.info.qpn));
     }
     let op = if bench == Bench::Receiver {
@@ -233,39 +207,41 @@ fn send_loop(
         remote_offset: 0,
         inline: true,
     };
-    let (ah0, qpn0): &(AddressHandle, u32) = &dests[0];
-    let mut batch = SendBatch::new_ud(&ep.qp, &ep.mr, spec, ah0, *qpn0)?;
+    let (qp, mr) = ep.parts();
+    let (ah0, qpn0) = &dests[0];
+    let mut batch = SendBatch::new_ud(qp, mr, spec, ah0, *qpn0)?;
     for i in 0..batch.len() {
         let (ah, qpn) = &dests[i % dests.len()];
-        batch.set_ud_dest(i, ah, *qpn);
+        batch.set_ud_dest(qp, i, ah, *qpn)?;
     }
-    let counter = UnsignaledCounter::with_reap(a.unsig_batch, a.reap, a.queue_depth);
-    selective_loop(ep, &mut batch, counter, a.common.op_limit(), t, counters)?;
+    let counter = a.queue.counter();
+    selective_loop(qp, &mut batch, counter, a.common.op_limit(), t, counters)?;
     publish_done(reg, me)
 }
 
 fn recv_loop(
     a: &UdArgs,
     bench: Bench,
-    ep: &Endpoint,
+    ep: &mut Endpoint,
     reg: &Registry,
     me: &str,
     t: usize,
     counters: &Counters,
 ) -> Result<()> {
     let len = (a.size as usize + GRH_BYTES) as u32;
+    let info = ep.info();
+    let (qp, mr) = ep.parts();
     // Every RECV lands in the same bytes: the rate, not the data, is measured (as the original).
-    let mut recvs = RecvBatch::new(&ep.qp, &ep.mr, a.rq_depth as usize, len, 0, 0)?;
-    recvs.post(a.rq_depth as usize)?;
-    reg.publish(me, &ep.info())?;
-    reg.publish_ready(me)?;
+    let mut recvs = RecvBatch::new(qp, mr, a.rq_depth as usize, len, 0, 0)?;
+    recvs.post(qp, a.rq_depth as usize)?;
+    reg.announce(me, &info)?;
     let want = if bench == Bench::Receiver {
         a.postlist as usize
     } else {
         POLL_BATCH
     };
     let mut wcs = vec![WorkCompletion::default(); want];
-    let cq = ep.qp.recv_cq();
+    let cq = std::sync::Arc::clone(qp.recv_cq());
     let mut ops = 0u64;
     let mut bad_imm = 0u64;
     let mut started = false;
@@ -298,7 +274,7 @@ fn recv_loop(
                 bad_imm += 1;
             }
         }
-        recvs.post(n)?;
+        recvs.post(qp, n)?;
         ops += n as u64;
         counters.set(t, ops);
     }
@@ -306,12 +282,14 @@ fn recv_loop(
         counters.stop(t);
     }
     if bad_imm > 0 {
-        return Err(Error::config(format!(
+        return Err(Error::Verify(format!(
             "{bad_imm} SENDs arrived without immediate {IMM}"
         )));
     }
+    if a.common.verify && bench == Bench::Receiver && ops == 0 {
+        return Err(Error::Verify("no SEND arrived".into()));
+    }
     if a.common.verify && bench == Bench::Receiver {
-        require(ops > 0, || "verify: no SEND arrived".into())?;
         println!("main: verify ok: {ops} SENDs carried immediate {IMM}");
     }
     Ok(())

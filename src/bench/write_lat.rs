@@ -15,8 +15,10 @@ use clap::Parser;
 use super::common::{check_inline, flag01, require, slot_stride, CommonArgs, Topology};
 use super::connected::{connect_pair, finish_active, Connected, Pair};
 use super::runner::{run_threads, Role};
+use crate::control::stop_requested;
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, stop_requested, Op, PollTimeout, SendBatch, SendSpec};
+use crate::hot::{poll_one, Op, PollTimeout, SendBatch, SendSpec};
+use crate::registry::Registry;
 use crate::stats::{Counters, CycleClock, JsonObject, RunInfo, Stamp};
 
 /// Iterations when neither --iters nor --duration is given (ib_write_lat's -n default).
@@ -76,12 +78,7 @@ pub fn run(a: Args) -> Result<()> {
         common.iters = Some(DEFAULT_ITERS);
     }
     let stride = slot_stride(a.size);
-    let topo = Topology {
-        num_threads: 1,
-        dual_port: false,
-        is_client: a.is_client,
-        machine_id: 0,
-    };
+    let topo = Topology::single(a.is_client);
     let c = Connected {
         bench: "write-lat",
         topo: &topo,
@@ -108,8 +105,8 @@ pub fn run(a: Args) -> Result<()> {
         json: common.json,
     };
     run_threads(info, Role::Counting, 1, &common, |t, counters| {
-        let pair = connect_pair(&c, 0)?;
-        let (iters, samples) = ping_pong(&a, &common, &pair, stride, t, counters)?;
+        let mut pair = connect_pair(&c, 0)?;
+        let (iters, samples) = ping_pong(&a, &common, &mut pair, stride, t, counters)?;
         if !report(&samples, a.size, iters, common.json) {
             println!(
                 "main: write-lat: fewer than {} round trips, no latency to report",
@@ -126,12 +123,11 @@ pub fn run(a: Args) -> Result<()> {
 fn ping_pong(
     a: &Args,
     common: &CommonArgs,
-    pair: &Pair,
+    pair: &mut Pair,
     stride: usize,
     t: usize,
     counters: &Counters,
 ) -> Result<(u64, Vec<f64>)> {
-    let ep = &pair.ep;
     let size = a.size as usize;
     let spec = SendSpec {
         op: Op::Write,
@@ -142,16 +138,18 @@ fn ping_pong(
         remote_offset: stride as u64,
         inline: a.inline,
     };
-    let mut batch = SendBatch::new(&ep.qp, &ep.mr, spec, Some(pair.remote_buf()))?;
+    let remote = pair.remote_buf();
+    let mut waiter = PeerWait::new(&pair.reg, &pair.peer, pair.remote.run_id);
+    let (qp, mr) = pair.ep.parts();
+    let mut batch = SendBatch::new(qp, mr, spec, Some(remote))?;
     batch.set_signaled(0, true);
-    let send_byte = ep.buf.as_ptr().wrapping_add(size - 1);
-    let recv_byte = ep.buf.as_ptr().wrapping_add(stride + size - 1) as *const u8;
+    let send_byte = mr.addr().wrapping_add(size - 1);
+    let recv_byte = mr.addr().wrapping_add(stride + size - 1) as *const u8;
     let timeout = PollTimeout::default();
     let limit = common.op_limit();
     let clock = CycleClock::new();
     // Room for 1 Mi stamps (8 MiB) up front; only longer --duration runs ever grow it.
     let mut posts: Vec<Stamp> = Vec::with_capacity(limit.saturating_add(1).min(1 << 20) as usize);
-    let mut waiter = PeerWait::new(pair);
     let mut n = 0u64;
     counters.start(t);
     while n < limit && !stop_requested() {
@@ -169,8 +167,8 @@ fn ping_pong(
         // SAFETY: send_byte lies in our buffer; the previous WRITE from it has completed (its
         // completion was reaped below), so the provider no longer reads it.
         unsafe { send_byte.write_volatile(seq) };
-        batch.post()?;
-        poll_one(ep.qp.send_cq(), timeout)?;
+        batch.post(qp)?;
+        poll_one(qp.send_cq(), timeout)?;
         n += 1;
         counters.set(t, n);
     }
@@ -194,17 +192,22 @@ fn ping_pong(
 /// Spinning on our memory for the peer's WRITE, bounded: gives up (Ok(false)) on a stop request or
 /// once the peer says it is done, and fails when nothing arrives for the poll timeout.
 struct PeerWait<'a> {
-    pair: &'a Pair,
+    reg: &'a Registry,
+    peer: &'a str,
+    /// The run whose `done` marker counts.
+    peer_run: u64,
     /// The registry key the peer marks when it is done.
     peer_done: String,
     timeout: Duration,
 }
 
 impl<'a> PeerWait<'a> {
-    fn new(pair: &'a Pair) -> Self {
+    fn new(reg: &'a Registry, peer: &'a str, peer_run: u64) -> Self {
         PeerWait {
-            pair,
-            peer_done: format!("{}-done", pair.peer),
+            reg,
+            peer,
+            peer_run,
+            peer_done: format!("{peer}-done"),
             timeout: PollTimeout::default().0,
         }
     }
@@ -223,19 +226,15 @@ impl<'a> PeerWait<'a> {
             spins = spins.wrapping_add(1);
             if spins % SPINS_PER_CHECK == 0 {
                 let t0 = *since.get_or_insert_with(Instant::now);
-                if self
-                    .pair
-                    .reg
-                    .is_ready(&self.peer_done, Some(self.pair.remote.run_id))?
-                {
+                if self.reg.is_ready(&self.peer_done, Some(self.peer_run))? {
                     return Ok(false);
                 }
                 if t0.elapsed() > self.timeout {
-                    return Err(Error::config(format!(
-                        "no WRITE from {} within {:.0} s: the peer is gone or stuck",
-                        self.pair.peer,
-                        self.timeout.as_secs_f64()
-                    )));
+                    return Err(Error::timeout(
+                        format!("no WRITE from {}", self.peer),
+                        self.timeout,
+                        Some("the peer is gone or stuck"),
+                    ));
                 }
             }
         }

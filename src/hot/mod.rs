@@ -1,64 +1,155 @@
 //! The zero-copy hot loop: work requests built once, doorbell batching (a postlist of linked WRs
 //! posted with one `ibv_post_send`), selective signaling, and busy polling. Nothing here allocates
 //! once built; each iteration touches only the fields that change.
+//!
+//! # Soundness rules of this layer
+//! - **A batch belongs to one QP.** Building it hands its region (and a UD batch's AHs) to that
+//!   QP, which keeps them alive until `ibv_destroy_qp`; posting takes the QP by `&mut` and checks
+//!   its serial, so memory a posted WR (signaled or not) may still touch is never freed early, and
+//!   no two threads post on one QP.
+//! - **Pointer provenance.** WR and SGE arrays live in a [`raw::RawArray`]: leaked from a `Box`
+//!   once, reached only through pointers derived from that one base pointer (the `next` and
+//!   `sg_list` links the C side follows included), and never through a new `&mut` to the array
+//!   after the chain is linked. `Drop` turns it back into a `Box`.
+//! - **Checked counters.** Every count that gates reaping or queue occupancy
+//!   ([`UnsignaledCounter`]) is checked in all builds: a broken invariant is an error, not a wrap.
 
 mod poll;
+mod raw;
 mod recv;
 mod send;
 mod signal;
-mod stop;
 mod wr_batch;
 
+pub use crate::verbs::Op;
 pub use poll::{poll_exact, poll_one, PollTimeout};
 pub use recv::RecvBatch;
-pub use send::{Op, Remote, SendBatch, SendSpec};
+pub use send::{Remote, SendBatch, SendSpec};
 pub use signal::{check_batching, BatchSlot, Reap, UnsignaledCounter};
-pub use stop::{install_stop_signals, request_stop, stop_requested, Ticker};
 pub use wr_batch::WrBatch;
 
+use crate::error::Result;
+use crate::verbs::QueuePair;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::SendBatch {}
+    impl Sealed for super::WrBatch {}
+}
+
 /// A prebuilt postlist that can be posted with selective signaling, through either post path.
-pub trait Postlist {
+pub trait Postlist: sealed::Sealed {
     /// WRs per post.
     fn len(&self) -> usize;
     /// Never true for a built batch.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Posts the whole postlist (one doorbell), signaling as `counter` says and reaping send
-    /// completions first when its policy says so.
+    /// Posts the whole postlist (one doorbell) on its QP, signaling as `counter` says and reaping
+    /// send completions first when its policy says so.
     fn post_selective(
         &mut self,
+        qp: &mut QueuePair,
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
-    ) -> crate::Result<()>;
+    ) -> Result<()>;
+    #[doc(hidden)]
+    fn check_qp(&self, qp: &QueuePair) -> Result<()>;
+    /// Posts the whole postlist with no WR signaled.
+    ///
+    /// # Safety
+    /// `qp` passed [`check_qp`](Self::check_qp).
+    #[doc(hidden)]
+    unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair) -> Result<()>;
 }
 
-impl Postlist for SendBatch<'_> {
+impl Postlist for SendBatch {
     fn len(&self) -> usize {
         SendBatch::len(self)
     }
     #[inline(always)]
     fn post_selective(
         &mut self,
+        qp: &mut QueuePair,
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
-    ) -> crate::Result<()> {
-        SendBatch::post_selective(self, counter, timeout)
+    ) -> Result<()> {
+        SendBatch::post_selective(self, qp, counter, timeout)
+    }
+    #[inline(always)]
+    fn check_qp(&self, qp: &QueuePair) -> Result<()> {
+        SendBatch::check_qp(self, qp)
+    }
+    #[inline(always)]
+    unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair) -> Result<()> {
+        self.clear_signaled();
+        // SAFETY: forwarded: the caller checked the QP.
+        unsafe { self.post_unchecked(qp) }
     }
 }
 
-impl Postlist for WrBatch<'_> {
+impl Postlist for WrBatch {
     fn len(&self) -> usize {
         WrBatch::len(self)
     }
     #[inline(always)]
     fn post_selective(
         &mut self,
+        qp: &mut QueuePair,
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
-    ) -> crate::Result<()> {
-        WrBatch::post_selective(self, counter, timeout)
+    ) -> Result<()> {
+        WrBatch::post_selective(self, qp, counter, timeout)
     }
+    #[inline(always)]
+    fn check_qp(&self, qp: &QueuePair) -> Result<()> {
+        WrBatch::check_qp(self, qp)
+    }
+    #[inline(always)]
+    unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair) -> Result<()> {
+        // SAFETY: forwarded: the caller checked the QP; usize::MAX signals no WR.
+        unsafe { self.post_unchecked(qp, 0, usize::MAX) }
+    }
+}
+
+/// The throughput loop of every selectively-signaled sender: posts `batch` on `qp` until
+/// `keep_going(ops)` says stop or `limit` operations are posted (rounded up to whole postlists),
+/// then returns the count. Completions still out are left to [`UnsignaledCounter::drain`].
+///
+/// The loop runs in stretches. The postlists before the next signaled WR need no decision, so
+/// they are posted back to back (one `ibv_post_send` and one compare each); then one postlist is
+/// posted through [`Postlist::post_selective`], which signals and reaps exactly as `counter`'s rule
+/// says, and `keep_going` is asked once (it may report progress and check for a stop).
+#[inline(always)]
+pub fn pump<P: Postlist>(
+    qp: &mut QueuePair,
+    batch: &mut P,
+    counter: &mut UnsignaledCounter,
+    limit: u64,
+    timeout: PollTimeout,
+    mut keep_going: impl FnMut(u64) -> bool,
+) -> Result<u64> {
+    batch.check_qp(qp)?;
+    let n = batch.len() as u32;
+    counter.check_postlist(n)?;
+    let per = u64::from(n);
+    let mut ops = 0u64;
+    while ops < limit && keep_going(ops) {
+        let room = (limit - ops).div_ceil(per);
+        let free = u64::from(counter.unsignaled_postlists(n)).min(room);
+        for _ in 0..free {
+            // SAFETY: the QP passed check_qp above.
+            unsafe { batch.post_unsignaled(qp)? };
+        }
+        counter.skip_unsignaled(free as u32 * n)?;
+        ops += free * per;
+        if ops >= limit {
+            break;
+        }
+        batch.post_selective(qp, counter, timeout)?;
+        ops += per;
+    }
+    Ok(ops)
 }
 
 /// Bytes of the Global Routing Header at the start of every UD receive buffer.

@@ -48,12 +48,11 @@ pub fn poll_exact(
             if empty & 0xffff == 0 {
                 let t0 = *start.get_or_insert_with(Instant::now);
                 if t0.elapsed() > timeout.0 {
-                    return Err(Error::config(format!(
-                        "no completion within {:.1} s ({got} of {} arrived): the peer is gone or the \
-                         QP is stuck",
-                        timeout.0.as_secs_f64(),
-                        wcs.len()
-                    )));
+                    return Err(Error::timeout(
+                        format!("no completion ({got} of {} arrived)", wcs.len()),
+                        timeout.0,
+                        Some("the peer is gone or the QP is stuck"),
+                    ));
                 }
             }
             continue;

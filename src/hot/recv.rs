@@ -1,24 +1,25 @@
 //! Pre-built receive work requests, reposted in batches with one `ibv_post_recv`.
 
-use std::marker::PhantomData;
+use std::sync::Arc;
 
+use super::raw::RawArray;
 use crate::error::{Error, Result};
 use crate::sys;
 use crate::verbs::{MemoryRegion, QueuePair};
 
-/// `n` linked receive WRs; slot `i` receives into `offset + i·stride` of the MR, `len` bytes.
-pub struct RecvBatch<'a> {
-    wrs: Box<[sys::ibv_recv_wr]>,
-    _sges: Box<[sys::ibv_sge]>,
-    qp: &'a QueuePair,
-    _mr: PhantomData<&'a MemoryRegion>,
+/// `n` linked receive WRs for one QP; slot `i` receives into `offset + i·stride` of the region,
+/// `len` bytes. The QP keeps the region alive while RECVs are posted.
+pub struct RecvBatch {
+    wrs: RawArray<sys::ibv_recv_wr>,
+    _sges: RawArray<sys::ibv_sge>,
+    qp_serial: u64,
 }
 
-impl<'a> RecvBatch<'a> {
+impl RecvBatch {
     /// Builds `n` receives of `len` bytes each (UD: include the 40-byte GRH in `len`).
     pub fn new(
-        qp: &'a QueuePair,
-        mr: &'a MemoryRegion,
+        qp: &mut QueuePair,
+        mr: &Arc<MemoryRegion>,
         n: usize,
         len: u32,
         offset: usize,
@@ -34,30 +35,34 @@ impl<'a> RecvBatch<'a> {
                 mr.len()
             )));
         }
-        let mut sges: Box<[sys::ibv_sge]> = (0..n)
-            .map(|i| sys::ibv_sge {
-                addr: mr.addr() as u64 + (offset + i * stride) as u64,
-                length: len,
-                lkey: mr.lkey(),
-            })
-            .collect();
-        let mut wrs: Box<[sys::ibv_recv_wr]> = (0..n)
-            .map(|i| sys::ibv_recv_wr {
-                wr_id: i as u64,
-                next: std::ptr::null_mut(),
-                sg_list: &mut sges[i],
-                num_sge: 1,
-            })
-            .collect();
+        qp.keep_alive_mr(mr)?;
+        let sges = RawArray::new(
+            (0..n)
+                .map(|i| sys::ibv_sge {
+                    addr: mr.addr() as u64 + (offset + i * stride) as u64,
+                    length: len,
+                    lkey: mr.lkey(),
+                })
+                .collect(),
+        );
+        let wrs = RawArray::new(
+            (0..n)
+                .map(|i| sys::ibv_recv_wr {
+                    wr_id: i as u64,
+                    next: std::ptr::null_mut(),
+                    sg_list: sges.at(i),
+                    num_sge: 1,
+                })
+                .collect(),
+        );
         for i in 0..n - 1 {
-            let next: *mut sys::ibv_recv_wr = &mut wrs[i + 1];
-            wrs[i].next = next;
+            // SAFETY: both entries are in bounds; no reference to the array exists.
+            unsafe { (*wrs.at(i)).next = wrs.at(i + 1) };
         }
         Ok(RecvBatch {
             wrs,
             _sges: sges,
-            qp,
-            _mr: PhantomData,
+            qp_serial: qp.serial(),
         })
     }
 
@@ -67,25 +72,28 @@ impl<'a> RecvBatch<'a> {
     }
     /// Never true.
     pub fn is_empty(&self) -> bool {
-        self.wrs.is_empty()
+        self.wrs.len() == 0
     }
 
-    /// Posts the first `n` WRs (all when `n` ≥ len) with one `ibv_post_recv`.
+    /// Posts the first `n` WRs (all when `n` ≥ len) with one `ibv_post_recv`, on the QP the
+    /// batch was built for.
     #[inline(always)]
-    pub fn post(&mut self, n: usize) -> Result<()> {
+    pub fn post(&mut self, qp: &mut QueuePair, n: usize) -> Result<()> {
+        if qp.serial() != self.qp_serial {
+            return Err(Error::config("this batch was built for another QP"));
+        }
         let n = n.min(self.wrs.len());
         if n == 0 {
             return Ok(());
         }
-        // Cut the chain after `n` for this call, restore it after.
-        let saved = std::mem::replace(&mut self.wrs[n - 1].next, std::ptr::null_mut());
-        let mut bad: *mut sys::ibv_recv_wr = std::ptr::null_mut();
-        // SAFETY: WRs, SGEs, MR and QP are alive for 'a; the chain is NULL-terminated at n-1.
-        let rc = unsafe { sys::shim_post_recv(self.qp.as_raw(), self.wrs.as_mut_ptr(), &mut bad) };
-        self.wrs[n - 1].next = saved;
-        if rc != 0 {
-            return Err(Error::verb("ibv_post_recv", rc));
+        // SAFETY: `n - 1` is in bounds; the chain is cut after it for this call and restored
+        // after; every SGE lies in the region this (the batch's) QP keeps alive.
+        unsafe {
+            let last = self.wrs.at_unchecked(n - 1);
+            let saved = std::mem::replace(&mut (*last).next, std::ptr::null_mut());
+            let r = qp.post_recv_chain(self.wrs.head());
+            (*last).next = saved;
+            r
         }
-        Ok(())
     }
 }

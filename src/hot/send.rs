@@ -1,56 +1,14 @@
 //! Pre-built, linked send work requests posted with one doorbell.
 
-use std::marker::PhantomData;
+use std::sync::Arc;
 
 use super::poll::PollTimeout;
+use super::raw::RawArray;
 use super::signal::UnsignaledCounter;
 use crate::error::{Error, Result};
 use crate::sys;
-use crate::verbs::{AddressHandle, MemoryRegion, QpType, QueuePair};
+use crate::verbs::{AddressHandle, MemoryRegion, Op, QpType, QueuePair};
 use sys::ibv_send_flags as F;
-use sys::ibv_wr_opcode as O;
-
-/// The operation every WR of a batch performs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// RDMA WRITE.
-    Write,
-    /// RDMA WRITE with immediate (host order).
-    WriteImm(u32),
-    /// RDMA READ into the local buffer.
-    Read,
-    /// SEND.
-    Send,
-    /// SEND with immediate (host order).
-    SendImm(u32),
-    /// 8-byte FETCH_AND_ADD; the old value lands in the local buffer.
-    FetchAdd(u64),
-    /// 8-byte CMP_AND_SWP (compare, swap); the old value lands in the local buffer.
-    CmpSwap(u64, u64),
-}
-
-impl Op {
-    fn opcode(self) -> u32 {
-        match self {
-            Op::Write => O::IBV_WR_RDMA_WRITE,
-            Op::WriteImm(_) => O::IBV_WR_RDMA_WRITE_WITH_IMM,
-            Op::Read => O::IBV_WR_RDMA_READ,
-            Op::Send => O::IBV_WR_SEND,
-            Op::SendImm(_) => O::IBV_WR_SEND_WITH_IMM,
-            Op::FetchAdd(_) => O::IBV_WR_ATOMIC_FETCH_AND_ADD,
-            Op::CmpSwap(..) => O::IBV_WR_ATOMIC_CMP_AND_SWP,
-        }
-    }
-    fn is_remote(self) -> bool {
-        !matches!(self, Op::Send | Op::SendImm(_))
-    }
-    fn is_atomic(self) -> bool {
-        matches!(self, Op::FetchAdd(_) | Op::CmpSwap(..))
-    }
-    fn reads_into_local(self) -> bool {
-        matches!(self, Op::Read) || self.is_atomic()
-    }
-}
 
 /// The peer's memory a batch targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,125 +46,87 @@ const NO_SLOT: u32 = u32::MAX;
 /// Flags were set by hand; which WRs are signaled is unknown.
 const DIRTY: u32 = u32::MAX - 1;
 
-/// `postlist` linked `ibv_send_wr`s and their SGEs, built once. Borrowing the QP, the local MR and
-/// (for UD) the AH keeps every handle the WRs point to alive while the batch exists.
-pub struct SendBatch<'a> {
-    wrs: Box<[sys::ibv_send_wr]>,
-    sges: Box<[sys::ibv_sge]>,
+/// `postlist` linked `ibv_send_wr`s and their SGEs, built once for one QP and posted on it with
+/// `&mut` access. Building it hands the local region (and a UD batch's AHs) to the QP, which keeps
+/// them alive until it is destroyed: a batch may be dropped, and its region's other owners too,
+/// while its WRs are still in flight.
+pub struct SendBatch {
+    wrs: RawArray<sys::ibv_send_wr>,
+    sges: RawArray<sys::ibv_sge>,
     base_flags: u32,
     /// The WR `post_selective` left signaled, [`NO_SLOT`], or [`DIRTY`] after `set_signaled`
     /// took over (then every flag is cleared once): one compare per post covers all three.
     signaled_slot: u32,
-    mr_start: u64,
-    mr_end: u64,
-    qp: &'a QueuePair,
-    _mr: PhantomData<&'a MemoryRegion>,
-    _ah: PhantomData<&'a AddressHandle>,
+    qp_serial: u64,
+    mr: Arc<MemoryRegion>,
 }
 
-impl<'a> SendBatch<'a> {
+impl SendBatch {
     /// Builds a batch for an RC/UC QP.
     pub fn new(
-        qp: &'a QueuePair,
-        mr: &'a MemoryRegion,
+        qp: &mut QueuePair,
+        mr: &Arc<MemoryRegion>,
         spec: SendSpec,
         remote: Option<Remote>,
     ) -> Result<Self> {
+        validate(qp, mr, &spec, remote.as_ref(), false)?;
         Self::build(qp, mr, spec, remote, None)
     }
 
     /// Builds a batch of UD SENDs to (`ah`, `remote_qpn`).
     pub fn new_ud(
-        qp: &'a QueuePair,
-        mr: &'a MemoryRegion,
+        qp: &mut QueuePair,
+        mr: &Arc<MemoryRegion>,
         spec: SendSpec,
-        ah: &'a AddressHandle,
+        ah: &Arc<AddressHandle>,
         remote_qpn: u32,
     ) -> Result<Self> {
-        Self::build(qp, mr, spec, None, Some((ah, remote_qpn)))
+        validate(qp, mr, &spec, None, true)?;
+        qp.keep_alive_ah(ah);
+        Self::build(qp, mr, spec, None, Some((ah.as_raw(), remote_qpn)))
     }
 
     fn build(
-        qp: &'a QueuePair,
-        mr: &'a MemoryRegion,
+        qp: &mut QueuePair,
+        mr: &Arc<MemoryRegion>,
         spec: SendSpec,
         remote: Option<Remote>,
-        ud: Option<(&'a AddressHandle, u32)>,
+        ud: Option<(*mut sys::ibv_ah, u32)>,
     ) -> Result<Self> {
-        validate(qp, mr, &spec, remote.as_ref(), ud.is_some())?;
+        qp.keep_alive_mr(mr)?;
         let n = spec.postlist;
-        let mut sges: Box<[sys::ibv_sge]> = (0..n)
-            .map(|i| sys::ibv_sge {
-                addr: mr.addr() as u64 + (spec.local_offset + i * spec.stride) as u64,
-                length: spec.size,
-                lkey: mr.lkey(),
-            })
-            .collect();
+        let sges = RawArray::new(
+            (0..n)
+                .map(|i| sys::ibv_sge {
+                    addr: mr.addr() as u64 + (spec.local_offset + i * spec.stride) as u64,
+                    length: spec.size,
+                    lkey: mr.lkey(),
+                })
+                .collect(),
+        );
         let base_flags = if spec.inline { F::IBV_SEND_INLINE.0 } else { 0 };
-        let mut wrs: Box<[sys::ibv_send_wr]> =
-            (0..n).map(|_| sys::ibv_send_wr::default()).collect();
-        for (i, wr) in wrs.iter_mut().enumerate() {
-            wr.wr_id = i as u64;
-            wr.sg_list = &mut sges[i];
-            wr.num_sge = 1;
-            wr.opcode = spec.op.opcode();
-            wr.send_flags = base_flags;
-            match spec.op {
-                Op::WriteImm(imm) | Op::SendImm(imm) => wr.__bindgen_anon_1.imm_data = imm.to_be(),
-                _ => {}
-            }
-            let remote_addr =
-                remote.map(|r| r.addr + spec.remote_offset + (i * spec.stride) as u64);
-            match (spec.op, remote) {
-                (Op::FetchAdd(add), Some(r)) => {
-                    wr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                        remote_addr: remote_addr.unwrap_or(0),
-                        compare_add: add,
-                        swap: 0,
-                        rkey: r.rkey,
-                    }
-                }
-                (Op::CmpSwap(cmp, swap), Some(r)) => {
-                    wr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                        remote_addr: remote_addr.unwrap_or(0),
-                        compare_add: cmp,
-                        swap,
-                        rkey: r.rkey,
-                    }
-                }
-                (_, Some(r)) => {
-                    wr.wr.rdma = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
-                        remote_addr: remote_addr.unwrap_or(0),
-                        rkey: r.rkey,
-                    }
-                }
-                (_, None) => {}
-            }
-            if let Some((ah, qpn)) = ud {
-                wr.wr.ud = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
-                    ah: ah.as_raw(),
-                    remote_qpn: qpn,
-                    remote_qkey: crate::verbs::defaults::QKEY,
-                };
-            }
-        }
-        // Link the chain: one ibv_post_send rings one doorbell for all of it.
+        let wrs = RawArray::new(
+            (0..n)
+                .map(|i| {
+                    let mut wr = template(&spec, base_flags, remote, ud, i);
+                    wr.sg_list = sges.at(i);
+                    wr
+                })
+                .collect(),
+        );
+        // Link the chain through pointers derived from the array's base: one ibv_post_send rings
+        // one doorbell for all of it.
         for i in 0..n - 1 {
-            let next: *mut sys::ibv_send_wr = &mut wrs[i + 1];
-            wrs[i].next = next;
+            // SAFETY: both entries are in bounds; no reference to the array exists.
+            unsafe { (*wrs.at(i)).next = wrs.at(i + 1) };
         }
-        // Moving the boxes into the struct does not move their heap contents: the pointers hold.
-        let mr_start = mr.addr() as u64;
         Ok(SendBatch {
             wrs,
             sges,
             base_flags,
             signaled_slot: NO_SLOT,
-            mr_start,
-            mr_end: mr_start + mr.len() as u64,
-            qp,
-            _mr: PhantomData,
-            _ah: PhantomData,
+            qp_serial: qp.serial(),
+            mr: Arc::clone(mr),
         })
     }
 
@@ -216,71 +136,122 @@ impl<'a> SendBatch<'a> {
     }
     /// Never true: a batch has at least one WR.
     pub fn is_empty(&self) -> bool {
-        self.wrs.is_empty()
+        self.wrs.len() == 0
+    }
+
+    /// Refuses a QP other than the one the batch was built for (whose keep-alive list holds the
+    /// batch's region and AHs).
+    #[inline(always)]
+    pub(crate) fn check_qp(&self, qp: &QueuePair) -> Result<()> {
+        if qp.serial() != self.qp_serial {
+            return Err(wrong_qp());
+        }
+        Ok(())
     }
 
     /// Marks WR `i` signaled or not.
+    ///
+    /// # Panics
+    /// If `i` is not below [`len`](Self::len).
     #[inline(always)]
     pub fn set_signaled(&mut self, i: usize, signaled: bool) {
+        let _ = self.wrs.at(i);
         self.signaled_slot = DIRTY;
-        self.put_signaled(i, signaled);
+        // SAFETY: checked just above.
+        unsafe { self.put_signaled(i, signaled) };
     }
 
+    /// # Safety
+    /// `i < len()`.
     #[inline(always)]
-    fn put_signaled(&mut self, i: usize, signaled: bool) {
-        self.wrs[i].send_flags =
-            self.base_flags | if signaled { F::IBV_SEND_SIGNALED.0 } else { 0 };
+    unsafe fn put_signaled(&mut self, i: usize, signaled: bool) {
+        let flags = self.base_flags | if signaled { F::IBV_SEND_SIGNALED.0 } else { 0 };
+        // SAFETY: in bounds (caller); the array is reached through its base pointer only.
+        unsafe { (*self.wrs.at_unchecked(i)).send_flags = flags };
     }
 
     /// Sets WR `i`'s `wr_id`.
+    ///
+    /// # Panics
+    /// If `i` is not below [`len`](Self::len).
     #[inline(always)]
     pub fn set_wr_id(&mut self, i: usize, wr_id: u64) {
-        self.wrs[i].wr_id = wr_id;
+        // SAFETY: `at` checks the bounds.
+        unsafe { (*self.wrs.at(i)).wr_id = wr_id };
     }
 
-    /// Sends UD WR `i` to (`ah`, `remote_qpn`) instead.
-    pub fn set_ud_dest(&mut self, i: usize, ah: &'a AddressHandle, remote_qpn: u32) {
-        self.wrs[i].wr.ud.ah = ah.as_raw();
-        self.wrs[i].wr.ud.remote_qpn = remote_qpn;
-    }
-
-    /// Points WR `i`'s SGE at another local address in the same MR (same length).
-    pub fn set_local_addr(&mut self, i: usize, addr: u64) -> Result<()> {
-        let len = u64::from(self.sges[i].length);
-        if addr < self.mr_start || addr + len > self.mr_end {
-            return Err(Error::config(format!(
-                "local address {addr:#x} (+{len}) is outside the MR"
-            )));
+    /// Sends UD WR `i` to (`ah`, `remote_qpn`) instead; `qp` (the batch's) keeps `ah` alive.
+    pub fn set_ud_dest(
+        &mut self,
+        qp: &mut QueuePair,
+        i: usize,
+        ah: &Arc<AddressHandle>,
+        remote_qpn: u32,
+    ) -> Result<()> {
+        self.check_qp(qp)?;
+        if qp.qp_type() != QpType::Ud {
+            return Err(Error::config("only UD WRs have a destination"));
         }
-        self.sges[i].addr = addr;
+        qp.keep_alive_ah(ah);
+        let wr = self.wrs.at(i);
+        // SAFETY: in bounds; a UD batch's WRs use the `ud` member of the union.
+        unsafe {
+            (*wr).wr.ud.ah = ah.as_raw();
+            (*wr).wr.ud.remote_qpn = remote_qpn;
+        }
+        Ok(())
+    }
+
+    /// Points WR `i`'s SGE at another local address in the batch's region (same length).
+    pub fn set_local_addr(&mut self, i: usize, addr: u64) -> Result<()> {
+        let sge = self.sges.at(i);
+        // SAFETY: in bounds; plain field reads and writes through the array's own pointer.
+        unsafe {
+            let len = u64::from((*sge).length);
+            let start = self.mr.addr() as u64;
+            let fits = addr >= start
+                && addr
+                    .checked_add(len)
+                    .is_some_and(|end| end <= start + self.mr.len() as u64);
+            if !fits {
+                return Err(Error::config(format!(
+                    "local address {addr:#x} (+{len}) is outside the MR"
+                )));
+            }
+            (*sge).addr = addr;
+        }
         Ok(())
     }
 
     /// Posts the whole chain with one `ibv_post_send`.
     #[inline(always)]
-    pub fn post(&mut self) -> Result<()> {
-        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: the WRs, their SGEs, the MR, the AH and the QP are all alive for 'a (borrowed);
-        // the chain is NULL-terminated; the provider copies WRs before returning.
-        let rc = unsafe { sys::shim_post_send(self.qp.as_raw(), self.wrs.as_mut_ptr(), &mut bad) };
-        if rc != 0 {
-            return Err(Error::verb("ibv_post_send", rc));
-        }
-        Ok(())
+    pub fn post(&mut self, qp: &mut QueuePair) -> Result<()> {
+        self.check_qp(qp)?;
+        // SAFETY: the QP is the batch's own (checked).
+        unsafe { self.post_unchecked(qp) }
+    }
+
+    /// # Safety
+    /// `qp` passed [`check_qp`](Self::check_qp).
+    #[inline(always)]
+    pub(crate) unsafe fn post_unchecked(&mut self, qp: &mut QueuePair) -> Result<()> {
+        // SAFETY: the chain is linked and NULL-terminated; its SGEs lie in the batch's region and
+        // its AHs are kept alive by this QP (the caller checked it is the batch's).
+        unsafe { qp.post_send_chain(self.wrs.head()) }
     }
 
     /// Posts WR `i` alone (one doorbell for one WR), as rw-allsig's window does.
     #[inline(always)]
-    pub fn post_one(&mut self, i: usize) -> Result<()> {
-        let saved = std::mem::replace(&mut self.wrs[i].next, std::ptr::null_mut());
-        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
-        // SAFETY: as in `post`; WR `i` is NULL-terminated for this call.
-        let rc = unsafe { sys::shim_post_send(self.qp.as_raw(), &mut self.wrs[i], &mut bad) };
-        self.wrs[i].next = saved;
-        if rc != 0 {
-            return Err(Error::verb("ibv_post_send", rc));
+    pub fn post_one(&mut self, qp: &mut QueuePair, i: usize) -> Result<()> {
+        self.check_qp(qp)?;
+        let wr = self.wrs.at(i);
+        // SAFETY: in bounds; the chain is cut after WR `i` for this call and restored after it.
+        unsafe {
+            let saved = std::mem::replace(&mut (*wr).next, std::ptr::null_mut());
+            let r = qp.post_send_chain(wr);
+            (*wr).next = saved;
+            r
         }
-        Ok(())
     }
 
     /// Posts the chain with selective signaling: WRs are signaled as `counter` says, and send
@@ -290,37 +261,116 @@ impl<'a> SendBatch<'a> {
     #[inline(always)]
     pub fn post_selective(
         &mut self,
+        qp: &mut QueuePair,
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
     ) -> Result<()> {
-        let signaled = counter.prepare(self.wrs.len() as u32, self.qp.send_cq(), timeout)?;
+        self.check_qp(qp)?;
+        let signaled = counter.prepare(self.wrs.len() as u32, qp.send_cq(), timeout)?;
         let want = signaled.unwrap_or(NO_SLOT);
         if want != self.signaled_slot {
             self.move_signal(want);
         }
-        self.post()
+        // SAFETY: checked above.
+        unsafe { self.post_unchecked(qp) }
+    }
+
+    /// Leaves no WR signaled.
+    #[inline(always)]
+    pub(crate) fn clear_signaled(&mut self) {
+        if self.signaled_slot != NO_SLOT {
+            self.move_signal(NO_SLOT);
+        }
     }
 
     /// Leaves exactly WR `want` (or none, for [`NO_SLOT`]) signaled.
     #[inline(always)]
     fn move_signal(&mut self, want: u32) {
+        // Slots come from the counter, which never names a WR beyond the postlist it was given
+        // (`n`); clamping makes that a fact here rather than a promise.
+        let last = self.wrs.len() - 1;
         match self.signaled_slot {
             NO_SLOT => {}
             DIRTY => {
-                for i in 0..self.wrs.len() {
-                    self.put_signaled(i, false);
+                for i in 0..=last {
+                    // SAFETY: i ≤ last < len.
+                    unsafe { self.put_signaled(i, false) };
                 }
             }
-            old => self.put_signaled(old as usize, false),
+            // SAFETY: clamped to last < len.
+            old => unsafe { self.put_signaled((old as usize).min(last), false) },
         }
         if want != NO_SLOT {
-            self.put_signaled(want as usize, true);
+            // SAFETY: clamped to last < len.
+            unsafe { self.put_signaled((want as usize).min(last), true) };
         }
         self.signaled_slot = want;
     }
 }
 
-fn validate(
+#[cold]
+#[inline(never)]
+fn wrong_qp() -> Error {
+    Error::config("this batch was built for another QP")
+}
+
+/// WR `i` of a batch, before its SGE pointer and link are set.
+fn template(
+    spec: &SendSpec,
+    base_flags: u32,
+    remote: Option<Remote>,
+    ud: Option<(*mut sys::ibv_ah, u32)>,
+    i: usize,
+) -> sys::ibv_send_wr {
+    let mut wr = sys::ibv_send_wr {
+        wr_id: i as u64,
+        num_sge: 1,
+        opcode: spec.op.opcode(),
+        send_flags: base_flags,
+        ..Default::default()
+    };
+    if let Op::WriteImm(imm) | Op::SendImm(imm) = spec.op {
+        wr.__bindgen_anon_1.imm_data = imm.to_be();
+    }
+    if let Some(r) = remote {
+        let remote_addr = r.addr + spec.remote_offset + (i * spec.stride) as u64;
+        match spec.op {
+            Op::FetchAdd(add) => {
+                wr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+                    remote_addr,
+                    compare_add: add,
+                    swap: 0,
+                    rkey: r.rkey,
+                }
+            }
+            Op::CmpSwap(cmp, swap) => {
+                wr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+                    remote_addr,
+                    compare_add: cmp,
+                    swap,
+                    rkey: r.rkey,
+                }
+            }
+            _ => {
+                wr.wr.rdma = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
+                    remote_addr,
+                    rkey: r.rkey,
+                }
+            }
+        }
+    }
+    if let Some((ah, remote_qpn)) = ud {
+        wr.wr.ud = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
+            ah,
+            remote_qpn,
+            remote_qkey: crate::verbs::defaults::QKEY,
+        };
+    }
+    wr
+}
+
+/// The checks both post paths make once, when a batch is built.
+pub(crate) fn validate(
     qp: &QueuePair,
     mr: &MemoryRegion,
     s: &SendSpec,
@@ -351,15 +401,7 @@ fn validate(
     if s.op.is_atomic() && s.size != 8 {
         return bad(format!("atomics move exactly 8 bytes, not {}", s.size));
     }
-    match qp.qp_type() {
-        QpType::Ud if !matches!(s.op, Op::Send | Op::SendImm(_)) => {
-            return bad("UD QPs only SEND".into())
-        }
-        QpType::Uc if s.op.reads_into_local() => {
-            return bad("UC QPs cannot READ or run atomics".into())
-        }
-        _ => {}
-    }
+    s.op.check_transport(qp.qp_type())?;
     if ud != (qp.qp_type() == QpType::Ud) {
         return bad("UD QPs need an address handle; RC/UC QPs must not have one".into());
     }

@@ -110,15 +110,24 @@ impl UnsignaledCounter {
         slot
     }
 
-    /// Decides for a whole postlist of `n` WRs and counts them: O(1) per postlist instead of per
-    /// WR. `n` must not exceed `unsig_batch` (then at most one WR of a postlist is signaled).
-    /// When `poll_first` is set, the caller must [`reap`](Self::reap) before posting.
+    /// Refuses a postlist of `n` WRs unless 1 ≤ n ≤ unsig_batch (then at most one WR of a
+    /// postlist is signaled).
     #[inline(always)]
-    pub fn next_batch(&mut self, n: u32) -> Result<BatchSlot> {
+    pub fn check_postlist(&self, n: u32) -> Result<()> {
         // One compare for both n == 0 and n > unsig_batch.
         if n.wrapping_sub(1) >= self.unsig_batch {
             return Err(postlist_too_long(n, self.unsig_batch));
         }
+        Ok(())
+    }
+
+    /// Decides for a whole postlist of `n` WRs and counts them: O(1) per postlist instead of per
+    /// WR. `n` must not exceed `unsig_batch` (then at most one WR of a postlist is signaled).
+    /// When `poll_first` is set, the caller must [`reap`](Self::reap) before posting: so this is
+    /// crate-private, and [`prepare`](Self::prepare) is the public step that does both.
+    #[inline(always)]
+    pub(crate) fn next_batch(&mut self, n: u32) -> Result<BatchSlot> {
+        self.check_postlist(n)?;
         self.posted += u64::from(n);
         let at = self.until_signal;
         if at >= n {
@@ -154,10 +163,35 @@ impl UnsignaledCounter {
         Ok(b.signaled)
     }
 
-    /// Counts `m` reaped CQEs (each retires its signaled WR and every WR before it).
+    /// Whole postlists of `n` WRs that can be posted before one must carry the signaled WR: the
+    /// hot loop posts them back to back without asking (see [`super::pump`]).
     #[inline(always)]
-    pub fn retire(&mut self, m: u32) {
-        self.signaled_out -= m;
+    pub(crate) fn unsignaled_postlists(&self, n: u32) -> u32 {
+        self.until_signal / n
+    }
+
+    /// Counts `m` WRs posted unsignaled, as [`unsignaled_postlists`](Self::unsignaled_postlists)
+    /// allowed; more than that breaks the signaling rule and is refused.
+    #[inline(always)]
+    pub(crate) fn skip_unsignaled(&mut self, m: u32) -> Result<()> {
+        self.until_signal = self
+            .until_signal
+            .checked_sub(m)
+            .ok_or_else(|| broken("more unsignaled WRs than the signaling rule allows"))?;
+        self.posted += u64::from(m);
+        Ok(())
+    }
+
+    /// Counts `m` reaped CQEs (each retires its signaled WR and every WR before it). More CQEs
+    /// than signaled WRs in flight means the accounting is broken: an error, never a wrap (a
+    /// wrapped count would stop reaping and overflow the send queue).
+    #[inline(always)]
+    pub fn retire(&mut self, m: u32) -> Result<()> {
+        self.signaled_out = self
+            .signaled_out
+            .checked_sub(m)
+            .ok_or_else(|| broken("more send completions reaped than signaled WRs posted"))?;
+        Ok(())
     }
 
     /// Reaps at least one send completion, and with [`Reap::Lazy`] every other one that has
@@ -178,8 +212,7 @@ impl UnsignaledCounter {
                 wc.result()?;
             }
         }
-        self.retire(n as u32);
-        Ok(())
+        self.retire(n as u32)
     }
 
     /// Reaps every outstanding signaled completion (at the end of a run).
@@ -187,7 +220,7 @@ impl UnsignaledCounter {
         while self.signaled_out > 0 {
             let room = (self.signaled_out as usize).min(self.wcs.len());
             poll_exact(cq, &mut self.wcs[..room], timeout)?;
-            self.retire(room as u32);
+            self.retire(room as u32)?;
         }
         Ok(())
     }
@@ -211,6 +244,12 @@ impl UnsignaledCounter {
     pub fn posted(&self) -> u64 {
         self.posted
     }
+}
+
+#[cold]
+#[inline(never)]
+fn broken(what: &str) -> crate::Error {
+    crate::Error::protocol(format!("selective signaling: {what}"))
 }
 
 #[cold]
@@ -284,7 +323,7 @@ mod tests {
                     let slots: Vec<Slot> = (0..n).map(|_| per_wr.next_slot()).collect();
                     let b = per_batch.next_batch(n).unwrap();
                     if b.poll_first {
-                        per_batch.retire(1);
+                        per_batch.retire(1).unwrap();
                     }
                     let sig: Vec<u32> = (0..n).filter(|&i| slots[i as usize].signaled).collect();
                     assert_eq!(b.signaled, sig.first().copied(), "unsig {unsig} n {n}");
@@ -341,7 +380,7 @@ mod tests {
             let b = c.next_batch(postlist).unwrap();
             if b.poll_first {
                 retired_upto = signaled_at.pop_front().unwrap() + 1;
-                c.retire(1);
+                c.retire(1).unwrap();
             }
             if let Some(i) = b.signaled {
                 signaled_at.push_back(first + u64::from(i));
@@ -384,8 +423,8 @@ mod tests {
         let mut b = UnsignaledCounter::new(64);
         for _ in 0..1000 {
             assert_eq!(a.next_batch(8).unwrap(), b.next_batch(8).unwrap());
-            a.retire(a.signaled_out().saturating_sub(1));
-            b.retire(b.signaled_out().saturating_sub(1));
+            a.retire(a.signaled_out().saturating_sub(1)).unwrap();
+            b.retire(b.signaled_out().saturating_sub(1)).unwrap();
         }
     }
 
@@ -412,6 +451,24 @@ mod tests {
         );
         assert_eq!(c.posted(), 0);
         assert!(c.next_batch(16).is_ok());
+    }
+
+    #[test]
+    fn broken_accounting_is_an_error_not_a_wrap() {
+        let mut c = UnsignaledCounter::new(4);
+        c.next_batch(1).unwrap(); // one signaled WR out
+        assert!(c.retire(1).is_ok());
+        let e = c.retire(1).unwrap_err();
+        assert!(matches!(e, crate::Error::Protocol(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "selective signaling: more send completions reaped than signaled WRs posted"
+        );
+        assert_eq!(c.signaled_out(), 0, "a refused retire changes nothing");
+        // Three WRs may go unsignaled before the next signaled one; a fourth may not.
+        assert_eq!(c.unsignaled_postlists(1), 3);
+        assert!(c.skip_unsignaled(3).is_ok());
+        assert!(c.skip_unsignaled(1).is_err());
     }
 
     #[test]

@@ -2,42 +2,45 @@
 //! ibv_wr_complete` API: the provider builds WQEs straight from the per-WR calls, with no
 //! `ibv_send_wr` in between. Which path is cheaper depends on the provider: measure.
 
+use std::sync::Arc;
+
 use super::poll::PollTimeout;
-use super::send::{Op, Remote, SendSpec};
+use super::send::{validate, Remote, SendSpec};
 use super::signal::UnsignaledCounter;
 use crate::error::{Error, Result};
-use crate::verbs::{MemoryRegion, QueuePair, QueuePairEx};
+use crate::verbs::{Data, MemoryRegion, Op, QueuePair};
 
-/// A postlist posted with one `ibv_wr_complete` (one doorbell).
-pub struct WrBatch<'a> {
-    ex: QueuePairEx<'a>,
-    qp: &'a QueuePair,
+/// A postlist of READs or WRITEs posted with one `ibv_wr_complete` (one doorbell), on the QP it
+/// was built for (which keeps its region alive).
+pub struct WrBatch {
     op: Op,
     inline: bool,
     size: u32,
     lkey: u32,
     rkey: u32,
+    qp_serial: u64,
     /// (local address, remote address) per slot.
     slots: Box<[(u64, u64)]>,
+    /// The region the slots point into (also kept alive by the QP).
+    _mr: Arc<MemoryRegion>,
 }
 
-impl<'a> WrBatch<'a> {
+impl WrBatch {
     /// Builds a batch of READs or WRITEs on a QP made with [`QueuePair::new_ex`]; slot `i` uses
     /// the same offsets as in a [`super::SendBatch`] of the same spec.
     pub fn new(
-        qp: &'a QueuePair,
-        mr: &'a MemoryRegion,
+        qp: &mut QueuePair,
+        mr: &Arc<MemoryRegion>,
         spec: SendSpec,
         remote: Remote,
     ) -> Result<Self> {
-        let ex = qp.ex().ok_or_else(|| {
-            Error::config("the ibv_wr_* path needs a QP made with QueuePair::new_ex")
-        })?;
+        // Opening (and aborting) a batch tells whether the QP has the ibv_wr_* API at all.
+        qp.wr_start()?.abort();
         if !matches!(spec.op, Op::Write | Op::Read) {
             return Err(Error::config("WrBatch posts READs and WRITEs only"));
         }
-        // The same checks as the classic batch: build one and drop it.
-        drop(super::SendBatch::new(qp, mr, spec, Some(remote))?);
+        validate(qp, mr, &spec, Some(&remote), false)?;
+        qp.keep_alive_mr(mr)?;
         let slots = (0..spec.postlist)
             .map(|i| {
                 let off = (i * spec.stride) as u64;
@@ -48,14 +51,14 @@ impl<'a> WrBatch<'a> {
             })
             .collect();
         Ok(WrBatch {
-            ex,
-            qp,
             op: spec.op,
             inline: spec.inline,
             size: spec.size,
             lkey: mr.lkey(),
             rkey: remote.rkey,
+            qp_serial: qp.serial(),
             slots,
+            _mr: Arc::clone(mr),
         })
     }
 
@@ -68,36 +71,73 @@ impl<'a> WrBatch<'a> {
         self.slots.is_empty()
     }
 
+    #[inline(always)]
+    pub(crate) fn check_qp(&self, qp: &QueuePair) -> Result<()> {
+        if qp.serial() != self.qp_serial {
+            return Err(Error::config("this batch was built for another QP"));
+        }
+        Ok(())
+    }
+
     /// Posts the batch with selective signaling, as [`super::SendBatch::post_selective`].
     /// Completions due are reaped before the batch is opened.
     #[inline(always)]
     pub fn post_selective(
         &mut self,
+        qp: &mut QueuePair,
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
     ) -> Result<()> {
+        self.check_qp(qp)?;
         let first = counter.posted();
-        let signaled = counter.prepare(self.slots.len() as u32, self.qp.send_cq(), timeout)?;
+        let signaled = counter.prepare(self.slots.len() as u32, qp.send_cq(), timeout)?;
         let signal_at = signaled.map_or(usize::MAX, |i| i as usize);
-        let ex = &self.ex;
-        ex.start();
+        // SAFETY: checked above.
+        unsafe { self.post_unchecked(qp, first, signal_at) }
+    }
+
+    /// Posts every slot, WR `signal_at` signaled (none when out of range), wr_ids from
+    /// `first_id`.
+    ///
+    /// # Safety
+    /// `qp` passed [`check_qp`](Self::check_qp).
+    #[inline(always)]
+    pub(crate) unsafe fn post_unchecked(
+        &mut self,
+        qp: &mut QueuePair,
+        first_id: u64,
+        signal_at: usize,
+    ) -> Result<()> {
+        let mut g = qp.wr_start()?;
         for (i, &(local, remote)) in self.slots.iter().enumerate() {
-            ex.set_wr(first + i as u64, i == signal_at, self.inline);
-            match self.op {
-                Op::Read => ex.rdma_read(self.rkey, remote),
-                _ => ex.rdma_write(self.rkey, remote),
-            }
-            if self.inline {
-                // SAFETY: `local` lies in the MR this batch borrows (checked at build); the
-                // provider copies inline data before returning.
-                ex.set_inline_data(unsafe {
-                    std::slice::from_raw_parts(local as *const u8, self.size as usize)
-                });
+            // No slice is made over the region (a peer may be writing it): the provider copies
+            // inline bytes straight from the raw range.
+            let data = if self.inline {
+                Data::Inline {
+                    addr: local as *const u8,
+                    len: self.size as usize,
+                }
             } else {
-                // SAFETY: `local..local+size` lies in the MR this batch borrows for 'a.
-                unsafe { ex.set_sge(self.lkey, local, self.size) };
-            }
+                Data::Sge {
+                    lkey: self.lkey,
+                    addr: local,
+                    len: self.size,
+                }
+            };
+            // SAFETY: READ/WRITE on an RC/UC QP (validated at build); the SGE or inline range lies
+            // in a region this QP keeps alive (it is the batch's QP, caller); no UD destination.
+            unsafe {
+                g.push_unchecked(
+                    first_id + i as u64,
+                    i == signal_at,
+                    self.op,
+                    self.rkey,
+                    remote,
+                    None,
+                    data,
+                )
+            };
         }
-        ex.complete()
+        g.complete()
     }
 }

@@ -1,5 +1,7 @@
 //! Private anonymous buffers (one process), MAP_HUGETLB when possible.
 
+use std::ptr::NonNull;
+
 use memmap2::{MmapMut, MmapOptions};
 
 use super::{numa, round_up, warn_fallback, HugePolicy, Placement, HUGEPAGE_SIZE};
@@ -9,10 +11,20 @@ use crate::error::{Error, Result};
 /// registered with [`crate::verbs::MemoryRegion::register`] must not outlive it).
 #[derive(Debug)]
 pub struct HugeBuffer {
-    map: MmapMut,
+    /// Owns the mapping (unmapped on drop); never dereferenced after `ptr` is taken.
+    _map: MmapMut,
+    /// The mapping's base, taken once from `&mut` so that writes through it are allowed.
+    ptr: NonNull<u8>,
+    mapped: usize,
     len: usize,
     huge: bool,
 }
+
+// SAFETY: the buffer exclusively owns its mapping; the raw pointer is only its address.
+unsafe impl Send for HugeBuffer {}
+// SAFETY: `&self` methods hand out the address or, through `unsafe fn`s, slices whose contracts
+// exclude concurrent writers.
+unsafe impl Sync for HugeBuffer {}
 
 impl HugeBuffer {
     /// Maps at least `len` bytes placed as asked.
@@ -20,7 +32,7 @@ impl HugeBuffer {
         if len == 0 {
             return Err(Error::config("buffer size must be positive"));
         }
-        let (map, huge) = match place.huge {
+        let (mut map, huge) = match place.huge {
             HugePolicy::Off => (plain(len)?, false),
             HugePolicy::Require => (huge(len)?, true),
             HugePolicy::Auto => match huge(len) {
@@ -31,17 +43,24 @@ impl HugeBuffer {
                 }
             },
         };
-        let mut buf = HugeBuffer { map, len, huge };
+        let mapped = map.len();
+        let ptr = NonNull::new(map.as_mut_ptr()).ok_or_else(|| Error::config("mmap gave NULL"))?;
         if let Some(node) = place.numa_node {
             // SAFETY: the mapping is ours, page-aligned, and not yet touched.
-            unsafe { numa::bind(buf.map.as_mut_ptr(), buf.map.len(), node)? };
+            unsafe { numa::bind(ptr.as_ptr(), mapped, node)? };
         }
-        Ok(buf)
+        Ok(HugeBuffer {
+            _map: map,
+            ptr,
+            mapped,
+            len,
+            huge,
+        })
     }
 
     /// Start of the buffer.
     pub fn as_ptr(&self) -> *mut u8 {
-        self.map.as_ptr() as *mut u8
+        self.ptr.as_ptr()
     }
     /// Usable length (what was asked for).
     pub fn len(&self) -> usize {
@@ -60,14 +79,18 @@ impl HugeBuffer {
     /// # Safety
     /// No RDMA operation that writes this memory may be in flight while the slice lives.
     pub unsafe fn as_slice(&self) -> &[u8] {
-        &self.map[..self.len]
+        debug_assert!(self.len <= self.mapped);
+        // SAFETY: `len` bytes at `ptr` are mapped for as long as `self`; the caller excludes
+        // writers.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
     /// The bytes, mutably.
     ///
     /// # Safety
     /// No RDMA operation that reads or writes this memory may be in flight while the slice lives.
     pub unsafe fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.map[..self.len]
+        // SAFETY: as in `as_slice`, and `&mut self` excludes other CPU access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 

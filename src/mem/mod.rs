@@ -6,7 +6,7 @@ mod numa;
 mod shm;
 
 pub use anon::HugeBuffer;
-pub use shm::{install_signal_cleanup, live_segments, release_all_segments, ShmBuffer};
+pub use shm::{live_segments, release_all_segments, ShmBuffer};
 
 use std::fmt;
 use std::str::FromStr;
@@ -58,6 +58,46 @@ pub struct Placement {
     pub huge: HugePolicy,
     /// NUMA node to bind the memory to, if any.
     pub numa_node: Option<u32>,
+}
+
+/// Memory a [`crate::verbs::MemoryRegion`] can own: a fixed mapping that the HCA may read and
+/// write through its physical pages for as long as the region is registered.
+///
+/// # Safety
+/// Implementors guarantee that `as_ptr()..as_ptr() + len()` is mapped, readable and writable, that
+/// it neither moves nor shrinks while the value lives (moving the value itself must not move the
+/// memory), and that nothing but dropping the value unmaps or frees it.
+pub unsafe trait DmaBuffer: Send + Sync + 'static {
+    /// Start of the memory.
+    fn as_ptr(&self) -> *mut u8;
+    /// Usable length in bytes.
+    fn len(&self) -> usize;
+    /// Never true for the buffers of this crate.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+// SAFETY: the memmap2 mapping is owned by the HugeBuffer, never remapped, and unmapped only on drop;
+// moving the struct moves the handle, not the pages.
+unsafe impl DmaBuffer for HugeBuffer {
+    fn as_ptr(&self) -> *mut u8 {
+        HugeBuffer::as_ptr(self)
+    }
+    fn len(&self) -> usize {
+        HugeBuffer::len(self)
+    }
+}
+
+// SAFETY: the segment stays attached at `as_ptr()` until the ShmBuffer is dropped (shmdt in Drop);
+// other processes sharing it cannot unmap our attachment.
+unsafe impl DmaBuffer for ShmBuffer {
+    fn as_ptr(&self) -> *mut u8 {
+        ShmBuffer::as_ptr(self)
+    }
+    fn len(&self) -> usize {
+        ShmBuffer::len(self)
+    }
 }
 
 pub(crate) fn round_up(n: usize, to: usize) -> usize {

@@ -1,6 +1,7 @@
 //! SysV shared-memory buffers with a key, so that several processes can map one segment (the
 //! original suite's HERD and sequencer workers do). The creator removes the segment when it drops
-//! the buffer, and on SIGINT/SIGTERM through [`install_signal_cleanup`] — libhrd leaves them behind.
+//! the buffer, and a process killed by a repeated SIGINT/SIGTERM removes it from the signal handler
+//! ([`crate::control`] calls [`release_all_segments`]) — libhrd leaves them behind.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -53,25 +54,6 @@ pub fn release_all_segments() {
             // SAFETY: IPC_RMID takes no buffer; `id` is a segment we created.
             unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
         }
-    }
-}
-
-extern "C" fn cleanup_and_reraise(sig: libc::c_int) {
-    release_all_segments();
-    // SAFETY: signal() and raise() are async-signal-safe; restoring the default action and raising
-    // again ends the process the way the signal would have.
-    unsafe {
-        libc::signal(sig, libc::SIG_DFL);
-        libc::raise(sig);
-    }
-}
-
-/// On SIGINT, SIGTERM and SIGHUP, remove this process's segments, then die of the signal as usual.
-/// Benchmarks that catch these signals to print a summary drop their buffers instead.
-pub fn install_signal_cleanup() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only makes async-signal-safe calls.
-        unsafe { libc::signal(sig, cleanup_and_reraise as *const () as libc::sighandler_t) };
     }
 }
 
@@ -316,12 +298,13 @@ mod tests {
     }
 
     /// Child half of the signal test (run by it with --ignored): create a segment, report its id,
-    /// wait to be killed.
+    /// and ignore the stop request the first signal makes, so that only a deliberate second
+    /// signal (the handler's "die now") can end it.
     #[test]
     #[ignore = "child process of segment_is_removed_when_the_owner_gets_sigterm"]
     fn signal_child() {
         let out = std::env::var("RDMA_BENCH_SHM_CHILD").expect("run by the signal test");
-        install_signal_cleanup();
+        crate::control::install_stop_signals().unwrap();
         let buf = ShmBuffer::create(
             test_key(4),
             4096,
@@ -368,8 +351,24 @@ mod tests {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             };
             assert!(segment_exists(id));
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(child.id() as i32, sig) };
+            let pid = child.id() as i32;
+            let kill = || {
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(pid, sig) };
+            };
+            // Two signals in quick succession (as `timeout` sends) are one stop request.
+            kill();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            kill();
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "signal {sig} twice in 50 ms killed the child"
+            );
+            assert!(segment_exists(id));
+            // A second signal a second later is deliberate: remove the segments and die.
+            std::thread::sleep(std::time::Duration::from_millis(700));
+            kill();
             let status = child.wait().unwrap();
             assert!(!status.success());
             assert!(

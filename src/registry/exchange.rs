@@ -40,13 +40,13 @@ fn swap(mut s: TcpStream, peer: &str, mine: &[QpInfo], deadline: Instant) -> Res
     s.read_exact(&mut head)
         .map_err(|e| io("reading", peer, e))?;
     if &head[..4] != MAGIC {
-        return Err(Error::config(format!(
+        return Err(Error::protocol(format!(
             "QP exchange with {peer}: the peer does not speak rdma-bench's exchange"
         )));
     }
     let n = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
     if n > MAX_QPS {
-        return Err(Error::config(format!(
+        return Err(Error::protocol(format!(
             "QP exchange with {peer}: peer claims {n} QPs"
         )));
     }
@@ -55,7 +55,7 @@ fn swap(mut s: TcpStream, peer: &str, mine: &[QpInfo], deadline: Instant) -> Res
     for i in 0..n {
         s.read_exact(&mut buf).map_err(|e| io("reading", peer, e))?;
         let e = decode(&buf)
-            .map_err(|why| Error::config(format!("QP exchange with {peer}: entry {i}: {why}")))?;
+            .map_err(|why| Error::protocol(format!("QP exchange with {peer}: entry {i}: {why}")))?;
         theirs.push(e.info);
     }
     Ok(theirs)
@@ -76,10 +76,11 @@ pub fn serve(bind: SocketAddr, mine: &[QpInfo], timeout: Duration) -> Result<Vec
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
-                    return Err(Error::config(format!(
-                        "no client connected to {bind} within {:.0} s",
-                        timeout.as_secs_f64()
-                    )));
+                    return Err(Error::timeout(
+                        format!("no client connected to {bind}"),
+                        timeout,
+                        None,
+                    ));
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -95,10 +96,11 @@ pub fn connect(server: SocketAddr, mine: &[QpInfo], timeout: Duration) -> Result
         match TcpStream::connect_timeout(&server, Duration::from_secs(1)) {
             Ok(s) => return swap(s, &server.to_string(), mine, deadline),
             Err(e) if Instant::now() >= deadline => {
-                return Err(Error::config(format!(
-                    "cannot reach the server at {server} within {:.0} s: {e}",
-                    timeout.as_secs_f64()
-                )))
+                return Err(Error::timeout(
+                    format!("cannot reach the server at {server} ({e})"),
+                    timeout,
+                    None,
+                ))
             }
             Err(_) => std::thread::sleep(Duration::from_millis(200)),
         }

@@ -2,8 +2,9 @@
 //! `master-<port>-<clt>`…), so it fits the C suite's run scripts (memcached on the server machine,
 //! `HRD_REGISTRY_IP`). [`exchange`]: a direct TCP exchange for two-party tools.
 //!
-//! A benchmark connects its QPs in three calls: [`Registry::publish`], [`Registry::wait_for`],
-//! [`crate::verbs::QueuePair::connect`].
+//! Meeting a peer is one call: [`Registry::rendezvous`] (connected QPs: publish, wait for the peer,
+//! connect, mark ready, wait for the peer's readiness from the same run), [`Registry::announce`]
+//! and [`Registry::find_ready`] (UD: a receiver announces itself, a sender looks it up).
 
 pub mod exchange;
 mod memcached;
@@ -100,10 +101,11 @@ impl Registry {
     /// Connects; an unreachable or foreign server is reported at once, never retried.
     pub fn connect(flag: Option<&str>) -> Result<Registry> {
         let (addr, shown) = registry_address(flag)?;
-        let conn = Conn::connect(addr, Duration::from_secs(2)).map_err(|e| {
-            Error::config(format!(
-                "registry at {shown} is unreachable: {e} (start memcached there, or set --registry / HRD_REGISTRY_IP)"
-            ))
+        let conn = Conn::connect(addr, Duration::from_secs(2)).map_err(|e| Error::Registry {
+            addr: shown.clone(),
+            what: "cannot connect".into(),
+            source: e,
+            hint: Some("start memcached there, or set --registry / HRD_REGISTRY_IP"),
         })?;
         // Unique enough per process: time, pid and an address from this run's heap.
         let salt = Box::new(0u8);
@@ -128,7 +130,12 @@ impl Registry {
     }
 
     fn io_err(&self, what: &str, e: std::io::Error) -> Error {
-        Error::config(format!("registry at {}: {what}: {e}", self.addr))
+        Error::Registry {
+            addr: self.addr.clone(),
+            what: what.to_string(),
+            source: e,
+            hint: None,
+        }
     }
 
     fn with_conn<T>(
@@ -166,7 +173,7 @@ impl Registry {
         let raw = self.with_conn(|c| c.get(name), &format!("looking up {name}"))?;
         raw.map(|v| {
             decode(&v).map_err(|why| {
-                Error::config(format!(
+                Error::protocol(format!(
                     "registry entry '{name}' at {} is malformed: {why}",
                     self.addr
                 ))
@@ -197,11 +204,11 @@ impl Registry {
             }
             let waited = start.elapsed();
             if waited >= opts.timeout {
-                return Err(Error::config(format!(
-                    "gave up waiting for {name} at registry {} after {:.0} s",
-                    self.addr,
-                    waited.as_secs_f64()
-                )));
+                return Err(Error::timeout(
+                    format!("{name} did not appear at registry {}", self.addr),
+                    opts.timeout,
+                    None,
+                ));
             }
             if announced.elapsed() >= opts.announce_every {
                 eprintln!("waiting for {name} at {}", self.addr);
@@ -253,12 +260,62 @@ impl Registry {
         }))
     }
 
+    /// Meets the connected peer `peer`: publishes `info` as `me`, waits for `peer`'s entry, runs
+    /// `connect` on it (bring the QP to RTS there), marks `me` ready, and waits until `peer` is
+    /// marked ready by the same run as the entry we connected to, so a dead earlier run's entry
+    /// is detected, never used. Returns the peer's entry.
+    pub fn rendezvous(
+        &self,
+        me: &str,
+        peer: &str,
+        info: &QpInfo,
+        wait: WaitOptions,
+        connect: impl FnOnce(&QpInfo) -> Result<()>,
+    ) -> Result<Entry> {
+        self.publish(me, info)?;
+        let remote = self.wait_for(peer, wait).map_err(stale_hint)?;
+        connect(&remote.info)?;
+        self.publish_ready(me)?;
+        self.wait_ready(peer, wait, Some(remote.run_id))
+            .map_err(stale_hint)?;
+        Ok(remote)
+    }
+
+    /// Publishes a UD QP (`info`, already able to receive) and marks it ready in one step.
+    pub fn announce(&self, me: &str, info: &QpInfo) -> Result<()> {
+        self.publish(me, info)?;
+        self.publish_ready(me)
+    }
+
+    /// Waits for a UD peer's entry and for its readiness from the same run.
+    pub fn find_ready(&self, peer: &str, wait: WaitOptions) -> Result<Entry> {
+        let remote = self.wait_for(peer, wait).map_err(stale_hint)?;
+        self.wait_ready(peer, wait, Some(remote.run_id))
+            .map_err(stale_hint)?;
+        Ok(remote)
+    }
+
     /// Removes every key this registry handle published.
     pub fn unpublish_all(&self) {
         let keys = std::mem::take(&mut *self.published.lock().unwrap_or_else(|p| p.into_inner()));
         for k in keys {
             let _ = self.with_conn(|c| c.delete(&k), "removing keys");
         }
+    }
+}
+
+/// A wait that timed out may have been a stale entry's doing: say what to check, keep the kind.
+fn stale_hint(e: Error) -> Error {
+    match e {
+        Error::Timeout { what, after, .. } => Error::Timeout {
+            what,
+            after,
+            hint: Some(
+                "is the peer running? if an earlier run was killed, its registry entries may be \
+                 stale: restart memcached",
+            ),
+        },
+        other => other,
     }
 }
 

@@ -122,6 +122,11 @@ pub struct Reporter {
 }
 
 impl Reporter {
+    /// What the run is.
+    pub fn info(&self) -> &RunInfo {
+        &self.info
+    }
+
     /// A reporter over `counters`.
     pub fn new(info: RunInfo, counters: Arc<Counters>) -> Reporter {
         let n = counters.len();

@@ -7,7 +7,8 @@ use super::{defaults, Port, ProtectionDomain, QpInfo};
 use crate::error::{Error, Result};
 use crate::sys;
 
-/// An `ibv_ah`: how to reach one UD peer (LID on InfiniBand, GID with GRH on RoCE).
+/// An `ibv_ah`: how to reach one UD peer (LID on InfiniBand, GID with GRH on RoCE). Shared as an
+/// `Arc`: a UD QP that posts a SEND through it keeps a clone until the QP is destroyed.
 #[derive(Debug)]
 pub struct AddressHandle {
     raw: NonNull<sys::ibv_ah>,
@@ -21,15 +22,19 @@ unsafe impl Sync for AddressHandle {}
 
 impl AddressHandle {
     /// An AH from `port` to the peer described by `remote`.
-    pub fn new(pd: &Arc<ProtectionDomain>, port: &Port, remote: &QpInfo) -> Result<AddressHandle> {
+    pub fn new(
+        pd: &Arc<ProtectionDomain>,
+        port: &Port,
+        remote: &QpInfo,
+    ) -> Result<Arc<AddressHandle>> {
         let mut attr = address_vector(port, remote);
         // SAFETY: the PD is alive and `attr` is fully initialised.
         let raw = unsafe { sys::ibv_create_ah(pd.as_raw(), &mut attr) };
         let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_ah"))?;
-        Ok(AddressHandle {
+        Ok(Arc::new(AddressHandle {
             raw,
             _pd: Arc::clone(pd),
-        })
+        }))
     }
 
     /// The raw `ibv_ah`.
@@ -40,7 +45,8 @@ impl AddressHandle {
 
 impl Drop for AddressHandle {
     fn drop(&mut self) {
-        // SAFETY: `raw` is a live AH; WRs referencing it are the caller's to have completed.
+        // SAFETY: `raw` is a live AH; every QP that posted a WR through it holds an Arc to it until
+        // after ibv_destroy_qp, so no WR references it any more.
         unsafe { sys::ibv_destroy_ah(self.raw.as_ptr()) };
     }
 }

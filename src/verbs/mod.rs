@@ -2,27 +2,33 @@
 //!
 //! Ownership is reference-counted upwards (a QP keeps its PD and CQs alive, a PD its context), so
 //! C objects are always destroyed in the order the verbs require, whatever order Rust drops them in.
+//! A memory region owns its memory, and a QP keeps every region and address handle that its posted
+//! WRs reference until it is destroyed: memory a WR may still touch is never freed, whatever is
+//! dropped when. A QP is driven by one thread (`Send`, not `Sync`), and posting takes `&mut`.
 //! The hot path never touches the counts: it works on the raw handles cached in `hot` batches.
 
 mod ah;
 mod cq;
 mod device;
 mod mr;
+mod op;
 mod pd;
 mod port;
 mod qp;
-mod qp_ex;
 mod qp_info;
+mod wr;
 
 pub use ah::AddressHandle;
 pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{devices, Context, Gid, LinkLayer, PortAttr, PortState};
 pub use mr::{Access, MemoryRegion};
+pub use op::Op;
 pub use pd::ProtectionDomain;
 pub use port::Port;
 pub use qp::{QpCaps, QpType, QueuePair};
-pub use qp_ex::QueuePairEx;
 pub use qp_info::QpInfo;
+pub(crate) use wr::Data;
+pub use wr::{Payload, Wr, WrGuard};
 
 /// libhrd's connection parameters, kept so that numbers compare with the C suite.
 pub mod defaults {

@@ -1,11 +1,13 @@
 //! Memory regions.
 
+use std::fmt;
 use std::ops::BitOr;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::ProtectionDomain;
 use crate::error::{Error, Result};
+use crate::mem::DmaBuffer;
 use crate::sys;
 
 /// MR access rights. Ask for the minimum: remote rights let a peer touch the memory.
@@ -37,43 +39,84 @@ impl BitOr for Access {
     }
 }
 
-/// A registered memory region. The memory itself is owned elsewhere (see [`crate::mem`]); the MR
-/// must not outlive it, which [`MemoryRegion::register`]'s safety contract states.
-#[derive(Debug)]
+/// A registered memory region that owns the memory it covers. It is shared as an
+/// `Arc<MemoryRegion>`: every QP that posts a WR referencing it keeps a clone until the QP is
+/// destroyed, so the memory is deregistered and freed only once no posted WR (signaled or not) can
+/// touch it any more, whatever order the owners drop in.
+///
+/// The CPU reaches the memory only through raw pointers (the HCA may write it at any time, so no
+/// `&[u8]` to it is handed to safe code): [`read`](Self::read) and [`write`](Self::write) copy
+/// with volatile accesses, [`as_slice`](Self::as_slice) is an `unsafe fn` for bulk access when the
+/// caller knows no operation is in flight.
+///
+/// Registering hands the buffer over; afterwards the memory is reachable only through the region:
+/// ```
+/// # use std::sync::Arc;
+/// # use rdma_bench::mem::{HugeBuffer, Placement};
+/// # use rdma_bench::verbs::{Access, MemoryRegion, ProtectionDomain};
+/// fn register(pd: &Arc<ProtectionDomain>) -> rdma_bench::Result<Arc<MemoryRegion>> {
+///     let buf = HugeBuffer::new(4096, Placement::default())?;
+///     MemoryRegion::register(pd, buf, Access::LOCAL_WRITE)
+/// }
+/// ```
+/// so the buffer cannot be dropped (or swapped, or written through a slice) under a region and
+/// the QPs that use it:
+/// ```compile_fail,E0382
+/// # use std::sync::Arc;
+/// # use rdma_bench::mem::{HugeBuffer, Placement};
+/// # use rdma_bench::verbs::{Access, MemoryRegion, ProtectionDomain};
+/// fn register(pd: &Arc<ProtectionDomain>) -> rdma_bench::Result<Arc<MemoryRegion>> {
+///     let buf = HugeBuffer::new(4096, Placement::default())?;
+///     let mr = MemoryRegion::register(pd, buf, Access::LOCAL_WRITE)?;
+///     drop(buf);
+///     Ok(mr)
+/// }
+/// ```
 pub struct MemoryRegion {
     raw: NonNull<sys::ibv_mr>,
     pd: Arc<ProtectionDomain>,
     addr: *mut u8,
     len: usize,
+    /// Dropped after `ibv_dereg_mr` (in `Drop`), so the HCA is done with the pages first.
+    _memory: Box<dyn DmaBuffer>,
 }
 
 // SAFETY: the MR handle is immutable after registration; the memory it covers is shared with the
-// HCA by design and accessed through raw pointers only.
+// HCA by design and reached through raw pointers only (volatile copies or the unsafe slice views).
 unsafe impl Send for MemoryRegion {}
-// SAFETY: as above.
+// SAFETY: as above: no method hands out a reference into the memory from `&self` without `unsafe`.
 unsafe impl Sync for MemoryRegion {}
 
+impl fmt::Debug for MemoryRegion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryRegion")
+            .field("addr", &self.addr)
+            .field("len", &self.len)
+            .field("lkey", &self.lkey())
+            .finish()
+    }
+}
+
 impl MemoryRegion {
-    /// Registers `len` bytes at `addr` with `access`.
-    ///
-    /// # Safety
-    /// `addr..addr+len` must be mapped memory that stays valid (not freed or unmapped) until this
-    /// MR is dropped, since the HCA may read or write it at any time until then.
-    pub unsafe fn register(
+    /// Registers all of `memory` with `access`; the region owns the memory from now on.
+    pub fn register(
         pd: &Arc<ProtectionDomain>,
-        addr: *mut u8,
-        len: usize,
+        memory: impl DmaBuffer,
         access: Access,
-    ) -> Result<MemoryRegion> {
-        // SAFETY: the PD is alive; the caller guarantees the memory range.
+    ) -> Result<Arc<MemoryRegion>> {
+        let memory: Box<dyn DmaBuffer> = Box::new(memory);
+        let (addr, len) = (memory.as_ptr(), memory.len());
+        // SAFETY: the PD is alive; `memory` is a mapping of `len` bytes at `addr` (DmaBuffer's
+        // contract) that this region owns and frees only after deregistering.
         let raw = unsafe { sys::shim_reg_mr(pd.as_raw(), addr.cast(), len, access.bits()) };
         let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_reg_mr"))?;
-        Ok(MemoryRegion {
+        Ok(Arc::new(MemoryRegion {
             raw,
             pd: Arc::clone(pd),
             addr,
             len,
-        })
+            _memory: memory,
+        }))
     }
 
     /// Local key, for SGEs.
@@ -102,12 +145,77 @@ impl MemoryRegion {
     pub fn pd(&self) -> &Arc<ProtectionDomain> {
         &self.pd
     }
+    /// True when `off..off+len` lies inside the region.
+    pub fn contains(&self, off: usize, len: usize) -> bool {
+        off.checked_add(len).is_some_and(|end| end <= self.len)
+    }
+
+    fn range(&self, off: usize, len: usize) -> *mut u8 {
+        assert!(
+            self.contains(off, len),
+            "bytes {off}..{off}+{len} are outside the {}-byte region",
+            self.len
+        );
+        self.addr.wrapping_add(off)
+    }
+
+    /// Copies `dst.len()` bytes at `off` out of the region. A concurrent WRITE by a peer may leave
+    /// the copy torn, never unsound: each byte is read with a volatile load.
+    ///
+    /// # Panics
+    /// If the range is outside the region.
+    pub fn read(&self, off: usize, dst: &mut [u8]) {
+        let src = self.range(off, dst.len());
+        for (i, d) in dst.iter_mut().enumerate() {
+            // SAFETY: `src + i` lies in the registered mapping (checked above), which lives as
+            // long as `self`.
+            *d = unsafe { src.add(i).read_volatile() };
+        }
+    }
+
+    /// The bytes at `off..off+len`, copied out (see [`read`](Self::read)).
+    pub fn to_vec(&self, off: usize, len: usize) -> Vec<u8> {
+        let mut v = vec![0; len];
+        self.read(off, &mut v);
+        v
+    }
+
+    /// Copies `src` into the region at `off` with volatile stores. Data that a posted, not yet
+    /// completed WR reads from here may go out old or new: order your writes with completions.
+    ///
+    /// # Panics
+    /// If the range is outside the region.
+    pub fn write(&self, off: usize, src: &[u8]) {
+        let dst = self.range(off, src.len());
+        for (i, &b) in src.iter().enumerate() {
+            // SAFETY: as in `read`.
+            unsafe { dst.add(i).write_volatile(b) };
+        }
+    }
+
+    /// Fills the whole region with `byte`.
+    pub fn fill(&self, byte: u8) {
+        // SAFETY: the mapping is `len` bytes at `addr`, alive as long as `self`; a raw-pointer
+        // store makes no reference that a concurrent DMA write could alias.
+        unsafe { std::ptr::write_bytes(self.addr, byte, self.len) };
+    }
+
+    /// The whole region as a slice, for bulk reads.
+    ///
+    /// # Safety
+    /// While the slice lives, nothing may write the memory: no local READ or atomic, no RECV, and
+    /// no peer WRITE, SEND or atomic targeting it may be in flight.
+    pub unsafe fn as_slice(&self) -> &[u8] {
+        // SAFETY: the mapping is `len` bytes at `addr`; the caller excludes writers.
+        unsafe { std::slice::from_raw_parts(self.addr, self.len) }
+    }
 }
 
 impl Drop for MemoryRegion {
     fn drop(&mut self) {
-        // SAFETY: `raw` is a live MR; no WR posted by this crate references it past this point
-        // (batches borrow the MR).
+        // SAFETY: `raw` is a live MR. Every QP that posted a WR referencing it holds an Arc to this
+        // region until after ibv_destroy_qp, so no WR can reach it once we are dropped; the
+        // memory itself is freed only after this call returns.
         unsafe { sys::ibv_dereg_mr(self.raw.as_ptr()) };
     }
 }

@@ -1,10 +1,13 @@
 //! Queue pairs (RC, UC, UD): creation, the INIT→RTR→RTS state machine, and the `ibv_wr_*` API.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::ah::address_vector;
-use super::{defaults, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpInfo, QueuePairEx};
+use super::{
+    defaults, AddressHandle, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpInfo,
+};
 use crate::error::{Error, Result};
 use crate::sys;
 use sys::ibv_qp_attr_mask as M;
@@ -68,25 +71,54 @@ const EX_SEND_OPS: u64 = (sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA
     | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD.0)
     as u64;
 
+/// Serial numbers of QPs, so that a batch built for one QP can tell it is handed another (even one
+/// the allocator put at a dead QP's address).
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+
 /// A queue pair, created in the INIT state (UD QPs go straight to RTS).
+///
+/// A QP is driven by one thread: it is `Send` but not `Sync`, and everything that posts (or opens
+/// an `ibv_wr_*` batch, [`QueuePair::wr_start`]) takes `&mut self`. Memory and address handles that
+/// posted WRs reference are kept alive by the QP itself until `ibv_destroy_qp` has returned.
+///
+/// Handing a QP to another thread compiles:
+/// ```
+/// # use rdma_bench::verbs::QueuePair;
+/// fn hand_over(qp: QueuePair) {
+///     std::thread::spawn(move || drop(qp)).join().unwrap();
+/// }
+/// ```
+/// Driving one QP from two threads at once does not:
+/// ```compile_fail,E0277
+/// # use rdma_bench::verbs::QueuePair;
+/// fn share(qp: &QueuePair) {
+///     std::thread::scope(|s| {
+///         s.spawn(|| qp.qp_num());
+///         s.spawn(|| qp.qp_num());
+///     });
+/// }
+/// ```
 #[derive(Debug)]
 pub struct QueuePair {
     raw: NonNull<sys::ibv_qp>,
     /// Non-null only for QPs made with [`QueuePair::new_ex`].
-    ex: *mut sys::ibv_qp_ex,
+    pub(super) ex: *mut sys::ibv_qp_ex,
+    serial: u64,
     qp_type: QpType,
     caps: QpCaps,
     port: Port,
-    _pd: Arc<ProtectionDomain>,
+    pd: Arc<ProtectionDomain>,
     send_cq: Arc<CompletionQueue>,
     recv_cq: Arc<CompletionQueue>,
+    /// Regions and AHs that WRs posted on this QP may reference; released after the QP is
+    /// destroyed (fields drop after `Drop::drop` runs).
+    kept_mrs: Vec<Arc<MemoryRegion>>,
+    kept_ahs: Vec<Arc<AddressHandle>>,
 }
 
-// SAFETY: verbs QPs may be used from any thread; posting to one QP from several threads at once is
-// serialised by the provider.
+// SAFETY: the QP's handles may be used from any thread, one at a time; `QueuePair` is not `Sync`,
+// and posting needs `&mut self`, so no two threads ever drive it at once.
 unsafe impl Send for QueuePair {}
-// SAFETY: as above.
-unsafe impl Sync for QueuePair {}
 
 impl QueuePair {
     /// Creates a QP on `port` and moves it to INIT (UD: to RTS).
@@ -181,9 +213,10 @@ impl QueuePair {
         recv_cq: &Arc<CompletionQueue>,
         qp_type: QpType,
     ) -> Result<QueuePair> {
-        let qp = QueuePair {
+        let mut qp = QueuePair {
             raw,
             ex,
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             qp_type,
             caps: QpCaps {
                 max_send_wr: cap.max_send_wr,
@@ -193,11 +226,13 @@ impl QueuePair {
                 max_inline_data: cap.max_inline_data,
             },
             port: port.clone(),
-            _pd: Arc::clone(pd),
+            pd: Arc::clone(pd),
             send_cq: Arc::clone(send_cq),
             recv_cq: Arc::clone(recv_cq),
+            kept_mrs: Vec::new(),
+            kept_ahs: Vec::new(),
         };
-        qp.to_init()?;
+        qp.modify_to_init()?;
         if qp_type == QpType::Ud {
             qp.modify(
                 &sys::ibv_qp_attr {
@@ -218,7 +253,7 @@ impl QueuePair {
         Ok(qp)
     }
 
-    fn modify(&self, attr: &sys::ibv_qp_attr, mask: M) -> Result<()> {
+    fn modify(&mut self, attr: &sys::ibv_qp_attr, mask: M) -> Result<()> {
         let mut attr = *attr;
         // SAFETY: the QP is alive; `attr` is initialised for every field `mask` names.
         let rc = unsafe { sys::ibv_modify_qp(self.raw.as_ptr(), &mut attr, mask.0 as i32) };
@@ -228,7 +263,7 @@ impl QueuePair {
         Ok(())
     }
 
-    fn to_init(&self) -> Result<()> {
+    fn modify_to_init(&mut self) -> Result<()> {
         let mut attr = sys::ibv_qp_attr {
             qp_state: sys::ibv_qp_state::IBV_QPS_INIT,
             pkey_index: 0,
@@ -256,7 +291,7 @@ impl QueuePair {
     }
 
     /// Connects an RC or UC QP to `remote`: INIT→RTR→RTS with libhrd's parameters.
-    pub fn connect(&self, remote: &QpInfo) -> Result<()> {
+    pub fn connect(&mut self, remote: &QpInfo) -> Result<()> {
         if self.qp_type == QpType::Ud {
             return Err(Error::config(
                 "UD QPs are not connected; address peers with an AddressHandle",
@@ -340,19 +375,87 @@ impl QueuePair {
     pub fn recv_cq(&self) -> &Arc<CompletionQueue> {
         &self.recv_cq
     }
-    /// The raw `ibv_qp`.
+    /// The raw `ibv_qp`. Posting through it bypasses the keep-alive rule: the caller must keep
+    /// every region and AH its WRs reference alive until they complete.
     pub fn as_raw(&self) -> *mut sys::ibv_qp {
         self.raw.as_ptr()
     }
-    /// The `ibv_wr_*` interface, for QPs made with [`QueuePair::new_ex`].
-    pub fn ex(&self) -> Option<QueuePairEx<'_>> {
-        NonNull::new(self.ex).map(|ex| QueuePairEx::new(ex, self))
+    /// The protection domain.
+    pub fn pd(&self) -> &Arc<ProtectionDomain> {
+        &self.pd
     }
+
+    /// This QP's serial number (unique in the process, never reused).
+    #[inline(always)]
+    pub(crate) fn serial(&self) -> u64 {
+        self.serial
+    }
+
+    /// Keeps `mr` alive until this QP is destroyed: WRs about to be posted reference it. Refuses
+    /// a region of another PD (its lkey would not work here).
+    pub(crate) fn keep_alive_mr(&mut self, mr: &Arc<MemoryRegion>) -> Result<()> {
+        if !Arc::ptr_eq(mr.pd(), &self.pd) {
+            return Err(Error::config(
+                "the memory region belongs to another protection domain than the QP",
+            ));
+        }
+        if !self.kept_mrs.iter().any(|m| Arc::ptr_eq(m, mr)) {
+            self.kept_mrs.push(Arc::clone(mr));
+        }
+        Ok(())
+    }
+
+    /// Keeps `ah` alive until this QP is destroyed.
+    pub(crate) fn keep_alive_ah(&mut self, ah: &Arc<AddressHandle>) {
+        if !self.kept_ahs.iter().any(|a| Arc::ptr_eq(a, ah)) {
+            self.kept_ahs.push(Arc::clone(ah));
+        }
+    }
+
+    /// Posts a linked chain of send WRs with one `ibv_post_send` (one doorbell).
+    ///
+    /// # Safety
+    /// `wr` heads a valid, NULL-terminated chain of `ibv_send_wr`s whose SGEs all lie in regions
+    /// passed to [`keep_alive_mr`](Self::keep_alive_mr) of this QP and whose UD AHs were passed to
+    /// [`keep_alive_ah`](Self::keep_alive_ah); the chain is only read during the call.
+    #[inline(always)]
+    pub(crate) unsafe fn post_send_chain(&mut self, wr: *mut sys::ibv_send_wr) -> Result<()> {
+        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: the QP is alive and driven only through this `&mut`; the caller vouches for the
+        // chain and for everything it references.
+        let rc = unsafe { sys::shim_post_send(self.raw.as_ptr(), wr, &mut bad) };
+        if rc != 0 {
+            return Err(post_failed("ibv_post_send", rc));
+        }
+        Ok(())
+    }
+
+    /// Posts a linked chain of receive WRs with one `ibv_post_recv`.
+    ///
+    /// # Safety
+    /// As [`post_send_chain`](Self::post_send_chain), for `ibv_recv_wr`s.
+    #[inline(always)]
+    pub(crate) unsafe fn post_recv_chain(&mut self, wr: *mut sys::ibv_recv_wr) -> Result<()> {
+        let mut bad: *mut sys::ibv_recv_wr = std::ptr::null_mut();
+        // SAFETY: as in post_send_chain.
+        let rc = unsafe { sys::shim_post_recv(self.raw.as_ptr(), wr, &mut bad) };
+        if rc != 0 {
+            return Err(post_failed("ibv_post_recv", rc));
+        }
+        Ok(())
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn post_failed(verb: &'static str, rc: i32) -> Error {
+    Error::verb(verb, rc)
 }
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
-        // SAFETY: `raw` is a live QP; its CQs and PD are kept alive by our Arcs until after this.
+        // SAFETY: `raw` is a live QP; its CQs, PD, and every region and AH its WRs referenced are
+        // kept alive by our Arcs until after this call, which ends all of its WRs.
         unsafe { sys::ibv_destroy_qp(self.raw.as_ptr()) };
     }
 }

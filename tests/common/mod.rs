@@ -21,21 +21,20 @@ pub fn port() -> Port {
     Port::open_by(Some(&dev), 0, gid).unwrap_or_else(|e| panic!("cannot open {dev}: {e}"))
 }
 
-/// One side of a connection: a QP with its own CQ, buffer and MR.
+/// One side of a connection: a QP with its own CQ, and a region that owns its buffer.
 pub struct Side {
     pub qp: QueuePair,
-    pub mr: MemoryRegion,
-    pub buf: HugeBuffer,
+    pub mr: Arc<MemoryRegion>,
 }
 
 impl Side {
-    pub fn bytes(&self) -> &[u8] {
-        // SAFETY (test): callers read only after the completions they wait for.
-        unsafe { self.buf.as_slice() }
+    /// A copy of the whole region.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.mr.to_vec(0, self.mr.len())
     }
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY (test): callers write only while no operation is in flight.
-        unsafe { self.buf.as_mut_slice() }
+    /// Copies `data` into the region at `off`.
+    pub fn write(&self, off: usize, data: &[u8]) {
+        self.mr.write(off, data)
     }
 }
 
@@ -68,16 +67,14 @@ pub fn side(env: &Env, t: QpType, ex: bool, buf_len: usize) -> Side {
     }
     .expect("create QP");
     let buf = HugeBuffer::new(buf_len, Placement::default()).expect("buffer");
-    // SAFETY: `buf` lives in the same Side and Side drops `qp`, `mr` before `buf` (field order).
-    let mr = unsafe { MemoryRegion::register(&env.pd, buf.as_ptr(), buf.len(), all_access()) }
-        .expect("ibv_reg_mr");
-    Side { qp, mr, buf }
+    let mr = MemoryRegion::register(&env.pd, buf, all_access()).expect("ibv_reg_mr");
+    Side { qp, mr }
 }
 
 /// Two connected QPs of type `t` in this process.
 pub fn pair(env: &Env, t: QpType, ex: bool) -> (Side, Side) {
-    let a = side(env, t, ex, 1 << 16);
-    let b = side(env, t, ex, 1 << 16);
+    let mut a = side(env, t, ex, 1 << 16);
+    let mut b = side(env, t, ex, 1 << 16);
     if t != QpType::Ud {
         a.qp.connect(&b.qp.info(Some(&b.mr))).expect("connect a→b");
         b.qp.connect(&a.qp.info(Some(&a.mr))).expect("connect b→a");

@@ -1,6 +1,11 @@
-//! Stopping a run: SIGINT/SIGTERM (or `--duration`) set a flag the hot loops poll once per batch,
-//! so a stopped run unwinds normally, frees its QPs, MRs and segments, and prints its summary.
-//! A second signal means "now": segments are removed and the process dies of the signal.
+//! Process control: the stop flag, the one place that installs signal handlers, and the ticker.
+//!
+//! SIGINT, SIGTERM and SIGHUP (or `--duration`) set a flag that the loops poll once per stretch of
+//! WRs, so a stopped run unwinds normally, frees its QPs, MRs and segments, and prints its summary.
+//! Several signals in quick succession (coreutils' `timeout` signals the child and its group, a
+//! terminal sends SIGINT to every process of the job) are one stop. A deliberate second signal, a
+//! second or more after the first, means "now": SysV segments are removed from the handler and
+//! the process dies of the signal.
 //!
 //! The same check drives a periodic [`Ticker`], so that a single-threaded run can report and keep
 //! its deadline without a second thread: once a process has two threads, glibc sends every
@@ -14,7 +19,8 @@
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::stats::CycleClock;
@@ -25,7 +31,6 @@ const CLOCK: u32 = 2;
 
 /// STOP and CLOCK bits; zero in the steady state of a run without a ticker.
 static ATTENTION: AtomicU32 = AtomicU32::new(0);
-static SIGNALS: AtomicU32 = AtomicU32::new(0);
 /// The low 32 bits of the time-stamp counter at the last tick, and the ticker's period in counter
 /// ticks (at most 2^32 - 1: a longer period only makes ticks early). 32 bits are enough for a
 /// wrapping difference (50 ms is 2^28 ticks at 5 GHz) and spare the hot check a shift and an or.
@@ -99,29 +104,52 @@ pub fn request_stop() {
     ATTENTION.fetch_or(STOP, Ordering::Relaxed);
 }
 
-extern "C" fn on_signal(sig: libc::c_int) {
+/// A second signal this long after the first kills the process; sooner ones are the same stop.
+const DIE_AFTER_MS: u64 = 1000;
+/// CLOCK_MONOTONIC in ms at the first signal, plus one (0: none yet).
+static FIRST_SIGNAL_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Milliseconds of CLOCK_MONOTONIC (clock_gettime is async-signal-safe).
+fn monotonic_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
+
+/// The signal handler: only atomics, clock_gettime, shmctl and the default action.
+fn on_signal(sig: libc::c_int) {
     ATTENTION.fetch_or(STOP, Ordering::Relaxed);
-    if SIGNALS.fetch_add(1, Ordering::Relaxed) >= 1 {
-        crate::mem::release_all_segments();
-        // SAFETY: signal() and raise() are async-signal-safe.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            libc::raise(sig);
+    let now = monotonic_ms() + 1;
+    match FIRST_SIGNAL_MS.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => {}
+        Err(first) if now.saturating_sub(first) >= DIE_AFTER_MS => {
+            crate::mem::release_all_segments();
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
         }
+        Err(_) => {} // part of the same stop
     }
 }
 
-/// Installs the stop handler for SIGINT, SIGTERM and SIGHUP.
-pub fn install_stop_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only touches atomics and makes async-signal-safe calls.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+/// Installs the stop handler for SIGINT, SIGTERM and SIGHUP, once per process. This is the only
+/// signal installer of the crate.
+pub fn install_stop_signals() -> crate::Result<()> {
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                // SAFETY: the action is async-signal-safe: it touches atomics and makes only
+                // async-signal-safe calls (clock_gettime, shmctl, and the default action).
+                unsafe { signal_hook::low_level::register(sig, move || on_signal(sig)) }
+                    .map_err(|e| format!("cannot install a handler for signal {sig}: {e}"))?;
+            }
+            Ok(())
+        })
+        .clone()
+        .map_err(crate::Error::Config)
 }
 
 /// Calls a hook on the creating thread about every `period`, from inside that thread's
