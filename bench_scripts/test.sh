@@ -6,6 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
 
+echo "== lint (rustfmt, clippy -D warnings, the crate's [lints] table)"
+cargo fmt --check
+cargo clippy --all-targets --features device-tests -- -D warnings
+
 echo "== build"
 cargo build --release --all-targets
 

@@ -418,13 +418,14 @@ fn dropping_every_handle_under_unsignaled_writes_frees_nothing_early() {
     let (mut a, b) = pair(&e, QpType::Rc, false);
     let buf = HugeBuffer::new(64 * 1024, Placement::default()).unwrap();
     let src = MemoryRegion::register(&e.pd, buf, common::all_access()).unwrap();
-    let data: Vec<u8> = (0..16 * 4096).map(|i| (i % 251) as u8).collect();
+    // Fifteen 4 KiB WRITEs: the peer's last 4 KiB stay free for the fence below.
+    let data: Vec<u8> = (0..15 * 4096).map(|i| (i % 251) as u8).collect();
     src.write(0, &data);
     let mut s = spec(Op::Write, 4096);
-    s.postlist = 16;
+    s.postlist = 15;
     s.stride = 4096;
     let mut batch = SendBatch::new(&mut a.qp, &src, s, Some(remote(&b))).unwrap();
-    batch.post(&mut a.qp).unwrap(); // sixteen 4 KiB WRITEs from `src`, none signaled
+    batch.post(&mut a.qp).unwrap(); // fifteen 4 KiB WRITEs from `src`, none signaled
     let weak = Arc::downgrade(&src);
     drop(batch);
     drop(src);
@@ -432,14 +433,15 @@ fn dropping_every_handle_under_unsignaled_writes_frees_nothing_early() {
         .upgrade()
         .expect("the QP keeps the region of its posted WRs");
     drop(kept);
-    // A signaled WRITE behind them: RC completes in order, so all sixteen are done after it.
-    let mut fence = SendBatch::new(&mut a.qp, &a.mr, spec(Op::Write, 8), Some(remote(&b))).unwrap();
+    // A signaled WRITE behind them (to bytes they do not cover): RC completes in order, so all
+    // fifteen are done after it.
+    let mut f = spec(Op::Write, 8);
+    f.remote_offset = 65_000;
+    let mut fence = SendBatch::new(&mut a.qp, &a.mr, f, Some(remote(&b))).unwrap();
     run_one(&mut fence, &mut a.qp);
-    assert_eq!(
-        &b.bytes()[..16 * 4096],
-        &data[..],
-        "the WRITEs' data landed"
-    );
+    let got = b.bytes();
+    let first_bad = (0..data.len()).find(|&i| got[i] != data[i]);
+    assert_eq!(first_bad, None, "the WRITEs' data did not all land");
     drop(a);
     assert!(weak.upgrade().is_none(), "the region is freed with its QP");
 }

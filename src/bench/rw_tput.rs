@@ -1,6 +1,6 @@
 //! rw-tput-sender (outbound READ/WRITE rate) and rw-tput-receiver (inbound rate).
 //!
-//! Both connect thread `i` of the server process with client thread `i` (`client gid = machine-id ×
+//! Both connect thread `i` of the server process with client thread `i` (`client id = machine-id ×
 //! num-threads + t`) over RC or UC. In rw-tput-sender the *server* threads post (the original's
 //! naming quirk, kept); in rw-tput-receiver the *client* threads post and the servers are the
 //! passive targets. Slot `i` of a postlist uses offset `i · round_up(size, 64)` on both sides.

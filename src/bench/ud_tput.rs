@@ -2,7 +2,7 @@
 //!
 //! ud-sender: each server thread round-robins inlined SENDs over `num-clients` client UD QPs, which
 //! only post RECVs and count what arrives. ud-receiver: client threads send SEND_WITH_IMM (imm 3185,
-//! checked) to server thread `gid mod num-threads`; each server polls up to `postlist` CQEs and
+//! checked) to server thread `id mod num-threads`; each server polls up to `postlist` CQEs and
 //! reposts that many RECVs with one `ibv_post_recv`. RECVs are `size + 40` bytes (the GRH).
 //! UD has no flow control: SENDs that find no RECV are dropped, so receivers count what arrived.
 

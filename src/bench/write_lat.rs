@@ -143,8 +143,8 @@ fn ping_pong(
     let (qp, mr) = pair.ep.parts();
     let mut batch = SendBatch::new(qp, mr, spec, Some(remote))?;
     batch.set_signaled(0, true);
-    let send_byte = mr.addr().wrapping_add(size - 1);
-    let recv_byte = mr.addr().wrapping_add(stride + size - 1) as *const u8;
+    let mr = std::sync::Arc::clone(mr);
+    let (send_byte, recv_byte) = (size - 1, stride + size - 1);
     let timeout = PollTimeout::default();
     let limit = common.op_limit();
     let clock = CycleClock::new();
@@ -157,16 +157,14 @@ fn ping_pong(
         if !a.is_client || n > 0 {
             // The server answers WRITE i; the client waits for the answer to its previous one.
             let expect = if a.is_client { n as u8 } else { seq };
-            // SAFETY: recv_byte lies in our registered buffer; only the peer's WRITEs store there
-            // and a volatile read of one byte cannot tear.
-            if !waiter.until(|| unsafe { recv_byte.read_volatile() } == expect)? {
+            // Only the peer's WRITEs store there; a one-byte volatile load cannot tear.
+            if !waiter.until(|| mr.load_u8(recv_byte) == expect)? {
                 break;
             }
         }
         posts.push(clock.stamp());
-        // SAFETY: send_byte lies in our buffer; the previous WRITE from it has completed (its
-        // completion was reaped below), so the provider no longer reads it.
-        unsafe { send_byte.write_volatile(seq) };
+        // The previous WRITE from this byte has completed (its CQE was reaped below).
+        mr.store_u8(send_byte, seq);
         batch.post(qp)?;
         poll_one(qp.send_cq(), timeout)?;
         n += 1;
@@ -176,8 +174,7 @@ fn ping_pong(
     if a.is_client && n > 0 {
         // The answer to the last WRITE closes the last round trip (and tells the server we saw it).
         let last = n as u8;
-        // SAFETY: as above.
-        if waiter.until(|| unsafe { recv_byte.read_volatile() } == last)? {
+        if waiter.until(|| mr.load_u8(recv_byte) == last)? {
             posts.push(clock.stamp());
         }
     }

@@ -55,12 +55,12 @@ pub trait Postlist: sealed::Sealed {
     ) -> Result<()>;
     #[doc(hidden)]
     fn check_qp(&self, qp: &QueuePair) -> Result<()>;
-    /// Posts the whole postlist with no WR signaled.
+    /// Posts the whole postlist `times` times over, no WR signaled.
     ///
     /// # Safety
     /// `qp` passed [`check_qp`](Self::check_qp).
     #[doc(hidden)]
-    unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair) -> Result<()>;
+    unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair, times: u64) -> Result<()>;
 }
 
 impl Postlist for SendBatch {
@@ -81,10 +81,16 @@ impl Postlist for SendBatch {
         SendBatch::check_qp(self, qp)
     }
     #[inline(always)]
-    unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair) -> Result<()> {
+    unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair, times: u64) -> Result<()> {
+        if times == 0 {
+            return Ok(());
+        }
         self.clear_signaled();
-        // SAFETY: forwarded: the caller checked the QP.
-        unsafe { self.post_unchecked(qp) }
+        for _ in 0..times {
+            // SAFETY: forwarded: the caller checked the QP.
+            unsafe { self.post_unchecked(qp)? };
+        }
+        Ok(())
     }
 }
 
@@ -106,9 +112,12 @@ impl Postlist for WrBatch {
         WrBatch::check_qp(self, qp)
     }
     #[inline(always)]
-    unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair) -> Result<()> {
-        // SAFETY: forwarded: the caller checked the QP; usize::MAX signals no WR.
-        unsafe { self.post_unchecked(qp, 0, usize::MAX) }
+    unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair, times: u64) -> Result<()> {
+        for _ in 0..times {
+            // SAFETY: forwarded: the caller checked the QP; usize::MAX signals no WR.
+            unsafe { self.post_unchecked(qp, 0, usize::MAX)? };
+        }
+        Ok(())
     }
 }
 
@@ -137,10 +146,8 @@ pub fn pump<P: Postlist>(
     while ops < limit && keep_going(ops) {
         let room = (limit - ops).div_ceil(per);
         let free = u64::from(counter.unsignaled_postlists(n)).min(room);
-        for _ in 0..free {
-            // SAFETY: the QP passed check_qp above.
-            unsafe { batch.post_unsignaled(qp)? };
-        }
+        // SAFETY: the QP passed check_qp above.
+        unsafe { batch.post_unsignaled(qp, free)? };
         counter.skip_unsignaled(free as u32 * n)?;
         ops += free * per;
         if ops >= limit {

@@ -193,6 +193,28 @@ impl MemoryRegion {
         }
     }
 
+    /// The byte at `off`, with one volatile load (for polling a byte a peer WRITEs).
+    ///
+    /// # Panics
+    /// If `off` is outside the region.
+    #[inline(always)]
+    pub fn load_u8(&self, off: usize) -> u8 {
+        let p = self.range(off, 1);
+        // SAFETY: in the mapping (checked), which lives as long as `self`.
+        unsafe { p.read_volatile() }
+    }
+
+    /// Stores `v` at `off` with one volatile store.
+    ///
+    /// # Panics
+    /// If `off` is outside the region.
+    #[inline(always)]
+    pub fn store_u8(&self, off: usize, v: u8) {
+        let p = self.range(off, 1);
+        // SAFETY: as in `load_u8`.
+        unsafe { p.write_volatile(v) }
+    }
+
     /// Fills the whole region with `byte`.
     pub fn fill(&self, byte: u8) {
         // SAFETY: the mapping is `len` bytes at `addr`, alive as long as `self`; a raw-pointer
