@@ -506,3 +506,68 @@ fn the_pump_signals_one_wr_per_unsig_batch() {
     let mut extra = [WorkCompletion::default(); 4];
     assert_eq!(a.qp.send_cq().poll(&mut extra).unwrap(), 0);
 }
+
+/// Offsets whose arithmetic would wrap are refused, not turned into addresses outside the region.
+#[test]
+fn a_batch_whose_span_wraps_is_refused() {
+    let e = env();
+    let (mut a, b) = pair(&e, QpType::Rc, false);
+    let mut s = spec(Op::Write, 32);
+    s.postlist = 2;
+    s.stride = usize::MAX - 31;
+    s.inline = true;
+    let err = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b)))
+        .err()
+        .expect("refused");
+    assert!(
+        err.to_string().contains("local bytes but the MR has 65536"),
+        "{err}"
+    );
+    let err = RecvBatch::new(&mut a.qp, &a.mr, 2, 64, 0, usize::MAX)
+        .err()
+        .expect("refused");
+    assert!(
+        err.to_string().contains("does not fit the 65536-byte MR"),
+        "{err}"
+    );
+}
+
+/// A QP's CQs must come from its PD's opened device (the provider casts them to its own types).
+#[test]
+fn a_qp_over_another_contexts_cq_is_refused() {
+    let e = env();
+    let other = env(); // the same device opened again: another context
+    let cq = rdma_bench::verbs::CompletionQueue::new(other.port.context(), 16).unwrap();
+    let err = QueuePair::new(
+        &e.pd,
+        &e.port,
+        &cq,
+        &cq,
+        QpType::Rc,
+        rdma_bench::verbs::QpCaps::default(),
+    )
+    .expect_err("refused");
+    assert_eq!(
+        err.to_string(),
+        "the QP's CQs, port and PD must belong to the same opened device"
+    );
+}
+
+/// A guard leaked with mem::forget leaves its batch open: send batches are refused (instead of
+/// spinning on the provider's lock) until the next wr_start aborts it.
+#[test]
+fn a_leaked_wr_guard_is_contained() {
+    let e = env();
+    let (mut a, b) = pair(&e, QpType::Rc, true);
+    let r = remote(&b);
+    let mut batch = SendBatch::new(&mut a.qp, &a.mr, spec(Op::Write, 8), Some(r)).unwrap();
+    let g = a.qp.wr_start().unwrap();
+    std::mem::forget(g);
+    let err = batch.post(&mut a.qp).unwrap_err().to_string();
+    assert!(
+        err.starts_with("an ibv_wr_* batch is open on this QP"),
+        "{err}"
+    );
+    a.qp.wr_start().unwrap().complete().unwrap(); // aborts the leaked batch, posts nothing
+    run_one(&mut batch, &mut a.qp);
+}

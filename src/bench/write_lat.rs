@@ -157,7 +157,7 @@ fn ping_pong(
         if !a.is_client || n > 0 {
             // The server answers WRITE i; the client waits for the answer to its previous one.
             let expect = if a.is_client { n as u8 } else { seq };
-            // Only the peer's WRITEs store there; a one-byte volatile load cannot tear.
+            // Only the peer's WRITEs store there; a one-byte atomic load cannot tear.
             if !waiter.until(|| mr.load_u8(recv_byte) == expect)? {
                 break;
             }
@@ -239,7 +239,7 @@ impl<'a> PeerWait<'a> {
 }
 
 /// perftest's latency statistics over round trips (µs): halves, sorted, the largest
-/// [`MEASURE_TAIL`] dropped.
+/// `MEASURE_TAIL` (2) dropped.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PingPongStats {
     /// Samples the statistics cover.

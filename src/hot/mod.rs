@@ -7,7 +7,7 @@
 //!   QP, which keeps them alive until `ibv_destroy_qp`; posting takes the QP by `&mut` and checks
 //!   its serial, so memory a posted WR (signaled or not) may still touch is never freed early, and
 //!   no two threads post on one QP.
-//! - **Pointer provenance.** WR and SGE arrays live in a [`raw::RawArray`]: leaked from a `Box`
+//! - **Pointer provenance.** WR and SGE arrays live in a `RawArray` (`hot/raw.rs`): leaked from a `Box`
 //!   once, reached only through pointers derived from that one base pointer (the `next` and
 //!   `sg_list` links the C side follows included), and never through a new `&mut` to the array
 //!   after the chain is linked. `Drop` turns it back into a `Box`.

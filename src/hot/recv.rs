@@ -28,12 +28,19 @@ impl RecvBatch {
         if n == 0 {
             return Err(Error::config("a receive batch needs at least one WR"));
         }
-        let end = offset + (n - 1) * stride + len as usize;
-        if end > mr.len() {
-            return Err(Error::config(format!(
-                "receive batch needs {end} bytes but the MR has {}",
-                mr.len()
-            )));
+        // Checked: a wrapped end would pass the bounds test.
+        let end = (n - 1)
+            .checked_mul(stride)
+            .and_then(|e| e.checked_add(offset))
+            .and_then(|e| e.checked_add(len as usize));
+        match end {
+            Some(end) if end <= mr.len() => {}
+            _ => {
+                return Err(Error::config(format!(
+                    "receive batch of {n} × {len} bytes (stride {stride}, offset {offset}) does not fit the {}-byte MR",
+                    mr.len()
+                )))
+            }
         }
         qp.keep_alive_mr(mr)?;
         let sges = RawArray::new(

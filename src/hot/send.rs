@@ -82,7 +82,7 @@ impl SendBatch {
         remote_qpn: u32,
     ) -> Result<Self> {
         validate(qp, mr, &spec, None, true)?;
-        qp.keep_alive_ah(ah);
+        qp.keep_alive_ah(ah)?;
         Self::build(qp, mr, spec, None, Some((ah.as_raw(), remote_qpn)))
     }
 
@@ -143,8 +143,8 @@ impl SendBatch {
     /// batch's region and AHs).
     #[inline(always)]
     pub(crate) fn check_qp(&self, qp: &QueuePair) -> Result<()> {
-        if qp.serial() != self.qp_serial {
-            return Err(wrong_qp());
+        if qp.send_key() != self.qp_serial {
+            return Err(qp.refusal());
         }
         Ok(())
     }
@@ -192,7 +192,7 @@ impl SendBatch {
         if qp.qp_type() != QpType::Ud {
             return Err(Error::config("only UD WRs have a destination"));
         }
-        qp.keep_alive_ah(ah);
+        qp.keep_alive_ah(ah)?;
         let wr = self.wrs.at(i);
         // SAFETY: in bounds; a UD batch's WRs use the `ud` member of the union.
         unsafe {
@@ -308,12 +308,6 @@ impl SendBatch {
     }
 }
 
-#[cold]
-#[inline(never)]
-fn wrong_qp() -> Error {
-    Error::config("this batch was built for another QP")
-}
-
 /// WR `i` of a batch, before its SGE pointer and link are set.
 fn template(
     spec: &SendSpec,
@@ -408,19 +402,31 @@ pub(crate) fn validate(
     if s.op.is_remote() && remote.is_none() {
         return bad("this operation needs a remote buffer (addr, rkey)".into());
     }
-    let span = |off: u64| off + ((s.postlist - 1) * s.stride) as u64 + u64::from(s.size);
-    if span(s.local_offset as u64) > mr.len() as u64 {
-        return bad(format!(
-            "batch needs {} local bytes but the MR has {}",
-            span(s.local_offset as u64),
-            mr.len()
-        ));
+    // Checked: a wrapped span would pass the bounds test and point WRs (and the provider's
+    // inline copy) outside the region.
+    let span = |off: u64| -> Option<u64> {
+        ((s.postlist - 1) as u64)
+            .checked_mul(s.stride as u64)?
+            .checked_add(off)?
+            .checked_add(u64::from(s.size))
+    };
+    match span(s.local_offset as u64) {
+        Some(end) if end <= mr.len() as u64 => {}
+        end => {
+            return bad(format!(
+                "batch needs {} local bytes but the MR has {}",
+                end.map_or_else(|| "more than 2^64".into(), |e| e.to_string()),
+                mr.len()
+            ))
+        }
     }
     if let Some(r) = remote {
-        if r.len != 0 && span(s.remote_offset) > r.len {
+        let end = span(s.remote_offset)
+            .filter(|e| r.addr.checked_add(*e).is_some())
+            .ok_or_else(|| Error::config("the batch's remote range overflows the address space"))?;
+        if r.len != 0 && end > r.len {
             return bad(format!(
-                "batch reaches byte {} of a {}-byte remote buffer",
-                span(s.remote_offset),
+                "batch reaches byte {end} of a {}-byte remote buffer",
                 r.len
             ));
         }

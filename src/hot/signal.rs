@@ -139,7 +139,9 @@ impl UnsignaledCounter {
         }
         // WR `at` of this postlist is signaled; the next one comes unsig_batch WRs later.
         self.until_signal = at + self.unsig_batch - n;
-        let poll_first = self.signaled_out == self.max_signaled_out;
+        // `>=`, not `==`: after a failed reap the count may stand above the bound; every later
+        // signaled WR must still reap first.
+        let poll_first = self.signaled_out >= self.max_signaled_out;
         self.signaled_out += 1;
         Ok(BatchSlot {
             signaled: Some(at),
@@ -147,7 +149,7 @@ impl UnsignaledCounter {
         })
     }
 
-    /// [`next_batch`](Self::next_batch), then the reap it may call for: what both post paths do
+    /// Decides for the next postlist (`next_batch`), then the reap it may call for: what both post paths do
     /// before posting a postlist of `n` WRs. Returns the index of the WR to signal, if any.
     #[inline(always)]
     pub fn prepare(
@@ -186,7 +188,7 @@ impl UnsignaledCounter {
     /// than signaled WRs in flight means the accounting is broken: an error, never a wrap (a
     /// wrapped count would stop reaping and overflow the send queue).
     #[inline(always)]
-    pub fn retire(&mut self, m: u32) -> Result<()> {
+    pub(crate) fn retire(&mut self, m: u32) -> Result<()> {
         self.signaled_out = self
             .signaled_out
             .checked_sub(m)

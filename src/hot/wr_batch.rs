@@ -73,8 +73,8 @@ impl WrBatch {
 
     #[inline(always)]
     pub(crate) fn check_qp(&self, qp: &QueuePair) -> Result<()> {
-        if qp.serial() != self.qp_serial {
-            return Err(Error::config("this batch was built for another QP"));
+        if qp.send_key() != self.qp_serial {
+            return Err(qp.refusal());
         }
         Ok(())
     }

@@ -66,7 +66,11 @@ pub struct Placement {
 /// # Safety
 /// Implementors guarantee that `as_ptr()..as_ptr() + len()` is mapped, readable and writable, that
 /// it neither moves nor shrinks while the value lives (moving the value itself must not move the
-/// memory), and that nothing but dropping the value unmaps or frees it.
+/// memory), and that nothing but dropping the value unmaps or frees it. The value is the only way
+/// to the memory in this process: no Rust reference to it exists or is made while the value lives,
+/// and `as_ptr` carries write permission (not derived from a shared reference), so that the
+/// region's atomic accesses and the HCA's DMA race with nothing the compiler assumes frozen.
+/// (Another process mapping the same SysV segment is outside this process's memory model.)
 pub unsafe trait DmaBuffer: Send + Sync + 'static {
     /// Start of the memory.
     fn as_ptr(&self) -> *mut u8;

@@ -37,6 +37,11 @@ impl AddressHandle {
         }))
     }
 
+    /// The protection domain it was made in.
+    pub fn pd(&self) -> &Arc<ProtectionDomain> {
+        &self._pd
+    }
+
     /// The raw `ibv_ah`.
     pub fn as_raw(&self) -> *mut sys::ibv_ah {
         self.raw.as_ptr()

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::ops::BitOr;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use super::ProtectionDomain;
@@ -44,10 +45,11 @@ impl BitOr for Access {
 /// destroyed, so the memory is deregistered and freed only once no posted WR (signaled or not) can
 /// touch it any more, whatever order the owners drop in.
 ///
-/// The CPU reaches the memory only through raw pointers (the HCA may write it at any time, so no
-/// `&[u8]` to it is handed to safe code): [`read`](Self::read) and [`write`](Self::write) copy
-/// with volatile accesses, [`as_slice`](Self::as_slice) is an `unsafe fn` for bulk access when the
-/// caller knows no operation is in flight.
+/// The CPU reaches the memory only through atomics (the HCA may write it at any time, and several
+/// threads may hold the `Arc`, so no `&[u8]` to it is handed to safe code): [`read`](Self::read),
+/// [`write`](Self::write) and [`fill`](Self::fill) use relaxed atomic accesses;
+/// [`as_slice`](Self::as_slice) is an `unsafe fn` for bulk access when the caller knows nothing
+/// writes the memory.
 ///
 /// Registering hands the buffer over; afterwards the memory is reachable only through the region:
 /// ```
@@ -82,9 +84,10 @@ pub struct MemoryRegion {
 }
 
 // SAFETY: the MR handle is immutable after registration; the memory it covers is shared with the
-// HCA by design and reached through raw pointers only (volatile copies or the unsafe slice views).
+// HCA by design and reached only through atomics (or the unsafe slice view).
 unsafe impl Send for MemoryRegion {}
-// SAFETY: as above: no method hands out a reference into the memory from `&self` without `unsafe`.
+// SAFETY: as above: every `&self` access to the memory is atomic, so threads sharing the region do
+// not race; no method hands out a reference into it without `unsafe`.
 unsafe impl Sync for MemoryRegion {}
 
 impl fmt::Debug for MemoryRegion {
@@ -160,16 +163,15 @@ impl MemoryRegion {
     }
 
     /// Copies `dst.len()` bytes at `off` out of the region. A concurrent WRITE by a peer may leave
-    /// the copy torn, never unsound: each byte is read with a volatile load.
+    /// the copy torn, never unsound: each byte is a relaxed atomic load (so threads sharing the
+    /// region through its `Arc` do not race either).
     ///
     /// # Panics
     /// If the range is outside the region.
     pub fn read(&self, off: usize, dst: &mut [u8]) {
         let src = self.range(off, dst.len());
         for (i, d) in dst.iter_mut().enumerate() {
-            // SAFETY: `src + i` lies in the registered mapping (checked above), which lives as
-            // long as `self`.
-            *d = unsafe { src.add(i).read_volatile() };
+            *d = byte_at(src, i).load(Ordering::Relaxed);
         }
     }
 
@@ -180,46 +182,56 @@ impl MemoryRegion {
         v
     }
 
-    /// Copies `src` into the region at `off` with volatile stores. Data that a posted, not yet
-    /// completed WR reads from here may go out old or new: order your writes with completions.
+    /// Copies `src` into the region at `off` with relaxed atomic stores. Data that a posted, not
+    /// yet completed WR reads from here may go out old or new: order your writes with
+    /// completions.
     ///
     /// # Panics
     /// If the range is outside the region.
     pub fn write(&self, off: usize, src: &[u8]) {
         let dst = self.range(off, src.len());
         for (i, &b) in src.iter().enumerate() {
-            // SAFETY: as in `read`.
-            unsafe { dst.add(i).write_volatile(b) };
+            byte_at(dst, i).store(b, Ordering::Relaxed);
         }
     }
 
-    /// The byte at `off`, with one volatile load (for polling a byte a peer WRITEs).
+    /// The byte at `off`, with one relaxed atomic load (for polling a byte a peer WRITEs).
     ///
     /// # Panics
     /// If `off` is outside the region.
     #[inline(always)]
     pub fn load_u8(&self, off: usize) -> u8 {
-        let p = self.range(off, 1);
-        // SAFETY: in the mapping (checked), which lives as long as `self`.
-        unsafe { p.read_volatile() }
+        byte_at(self.range(off, 1), 0).load(Ordering::Relaxed)
     }
 
-    /// Stores `v` at `off` with one volatile store.
+    /// Stores `v` at `off` with one relaxed atomic store.
     ///
     /// # Panics
     /// If `off` is outside the region.
     #[inline(always)]
     pub fn store_u8(&self, off: usize, v: u8) {
-        let p = self.range(off, 1);
-        // SAFETY: as in `load_u8`.
-        unsafe { p.write_volatile(v) }
+        byte_at(self.range(off, 1), 0).store(v, Ordering::Relaxed)
     }
 
-    /// Fills the whole region with `byte`.
+    /// Fills the whole region with `byte` (relaxed atomic stores, eight bytes at a time where
+    /// aligned).
     pub fn fill(&self, byte: u8) {
-        // SAFETY: the mapping is `len` bytes at `addr`, alive as long as `self`; a raw-pointer
-        // store makes no reference that a concurrent DMA write could alias.
-        unsafe { std::ptr::write_bytes(self.addr, byte, self.len) };
+        let head = self.addr.align_offset(8).min(self.len);
+        let words = (self.len - head) / 8;
+        let word = u64::from_ne_bytes([byte; 8]);
+        for i in 0..head {
+            byte_at(self.addr, i).store(byte, Ordering::Relaxed);
+        }
+        for w in 0..words {
+            // SAFETY: `addr + head` is 8-aligned and word `w` lies inside the mapping (head +
+            // 8·words ≤ len), which lives as long as `self`; all CPU access to region memory is
+            // atomic, so this races with nothing.
+            unsafe { AtomicU64::from_ptr(self.addr.add(head).cast::<u64>().add(w)) }
+                .store(word, Ordering::Relaxed);
+        }
+        for i in head + words * 8..self.len {
+            byte_at(self.addr, i).store(byte, Ordering::Relaxed);
+        }
     }
 
     /// The whole region as a slice, for bulk reads.
@@ -231,6 +243,15 @@ impl MemoryRegion {
         // SAFETY: the mapping is `len` bytes at `addr`; the caller excludes writers.
         unsafe { std::slice::from_raw_parts(self.addr, self.len) }
     }
+}
+
+/// Byte `i` after `base`, as an atomic (all CPU access to region memory is atomic, so threads
+/// sharing a region never race; the HCA's DMA is outside the memory model).
+#[inline(always)]
+fn byte_at<'a>(base: *mut u8, i: usize) -> &'a AtomicU8 {
+    // SAFETY: callers pass `base + i` inside a live region (checked by `range`); AtomicU8 has the
+    // size and alignment of u8; the reference lives only for one load or store.
+    unsafe { AtomicU8::from_ptr(base.add(i)) }
 }
 
 impl Drop for MemoryRegion {

@@ -104,6 +104,10 @@ pub struct QueuePair {
     /// Non-null only for QPs made with [`QueuePair::new_ex`].
     pub(super) ex: *mut sys::ibv_qp_ex,
     serial: u64,
+    /// What send batches compare their serial with: `serial`, or 0 while an `ibv_wr_*` batch is
+    /// open (a leaked [`super::WrGuard`] leaves it open: send posts are refused until the next
+    /// `wr_start` aborts it, instead of spinning on the provider's held lock).
+    pub(super) send_key: u64,
     qp_type: QpType,
     caps: QpCaps,
     port: Port,
@@ -130,6 +134,7 @@ impl QueuePair {
         qp_type: QpType,
         caps: QpCaps,
     ) -> Result<QueuePair> {
+        same_device(pd, port, send_cq, recv_cq)?;
         let mut attr = sys::ibv_qp_init_attr {
             send_cq: send_cq.as_raw(),
             recv_cq: recv_cq.as_raw(),
@@ -153,7 +158,7 @@ impl QueuePair {
         )
     }
 
-    /// Like [`QueuePair::new`], but also enables the `ibv_wr_*` post API ([`QueuePair::ex`]).
+    /// Like [`QueuePair::new`], but also enables the `ibv_wr_*` post API ([`QueuePair::wr_start`]).
     pub fn new_ex(
         pd: &Arc<ProtectionDomain>,
         port: &Port,
@@ -162,6 +167,7 @@ impl QueuePair {
         qp_type: QpType,
         caps: QpCaps,
     ) -> Result<QueuePair> {
+        same_device(pd, port, send_cq, recv_cq)?;
         let mut send_ops = EX_SEND_OPS;
         if qp_type != QpType::Rc {
             send_ops &= !(sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_READ.0
@@ -213,10 +219,12 @@ impl QueuePair {
         recv_cq: &Arc<CompletionQueue>,
         qp_type: QpType,
     ) -> Result<QueuePair> {
+        let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed);
         let mut qp = QueuePair {
             raw,
             ex,
-            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
+            serial,
+            send_key: serial,
             qp_type,
             caps: QpCaps {
                 max_send_wr: cap.max_send_wr,
@@ -385,10 +393,29 @@ impl QueuePair {
         &self.pd
     }
 
-    /// This QP's serial number (unique in the process, never reused).
+    /// This QP's serial number (unique in the process, never reused): what receive batches
+    /// compare with.
     #[inline(always)]
     pub(crate) fn serial(&self) -> u64 {
         self.serial
+    }
+
+    /// What send batches compare with: the serial, or 0 while an `ibv_wr_*` batch is open.
+    #[inline(always)]
+    pub(crate) fn send_key(&self) -> u64 {
+        self.send_key
+    }
+
+    /// Why a send batch was refused, for its error message.
+    #[cold]
+    pub(crate) fn refusal(&self) -> Error {
+        if self.send_key == 0 {
+            Error::config(
+                "an ibv_wr_* batch is open on this QP (a WrGuard was leaked): the next wr_start() aborts it",
+            )
+        } else {
+            Error::config("this batch was built for another QP")
+        }
     }
 
     /// Keeps `mr` alive until this QP is destroyed: WRs about to be posted reference it. Refuses
@@ -405,11 +432,18 @@ impl QueuePair {
         Ok(())
     }
 
-    /// Keeps `ah` alive until this QP is destroyed.
-    pub(crate) fn keep_alive_ah(&mut self, ah: &Arc<AddressHandle>) {
+    /// Keeps `ah` alive until this QP is destroyed. Refuses an AH of another PD (the provider
+    /// would read it as its own).
+    pub(crate) fn keep_alive_ah(&mut self, ah: &Arc<AddressHandle>) -> Result<()> {
+        if !Arc::ptr_eq(ah.pd(), &self.pd) {
+            return Err(Error::config(
+                "the address handle belongs to another protection domain than the QP",
+            ));
+        }
         if !self.kept_ahs.iter().any(|a| Arc::ptr_eq(a, ah)) {
             self.kept_ahs.push(Arc::clone(ah));
         }
+        Ok(())
     }
 
     /// Posts a linked chain of send WRs with one `ibv_post_send` (one doorbell).
@@ -454,10 +488,32 @@ fn post_failed(verb: &'static str, rc: i32) -> Error {
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
+        if self.send_key == 0 && !self.ex.is_null() {
+            // SAFETY: a leaked WrGuard left a batch open on this live qp_ex: close it so that the
+            // provider's send-queue lock is released before the QP goes.
+            unsafe { sys::shim_wr_abort(self.ex) };
+        }
         // SAFETY: `raw` is a live QP; its CQs, PD, and every region and AH its WRs referenced are
         // kept alive by our Arcs until after this call, which ends all of its WRs.
         unsafe { sys::ibv_destroy_qp(self.raw.as_ptr()) };
     }
+}
+
+/// The provider casts the CQs to its own types: they must come from the PD's device context.
+fn same_device(
+    pd: &ProtectionDomain,
+    port: &Port,
+    send_cq: &CompletionQueue,
+    recv_cq: &CompletionQueue,
+) -> Result<()> {
+    let ctx = pd.context();
+    let same = |c: &Arc<super::Context>| Arc::ptr_eq(c, ctx);
+    if !(same(send_cq.context()) && same(recv_cq.context()) && same(port.context())) {
+        return Err(Error::config(
+            "the QP's CQs, port and PD must belong to the same opened device",
+        ));
+    }
+    Ok(())
 }
 
 fn raw_caps(c: QpCaps) -> sys::ibv_qp_cap {

@@ -2,7 +2,9 @@
 //! [`QueuePair::new_ex`], as a guard: [`QueuePair::wr_start`] borrows the QP exclusively and opens
 //! the batch; WRs are added only through the guard; [`WrGuard::complete`] consumes it and rings the
 //! doorbell; dropping it aborts the batch. The guard stays on the thread that opened it (some
-//! providers hold the send queue's lock from start to complete).
+//! providers hold the send queue's lock from start to complete). A guard leaked with
+//! `mem::forget` leaves its batch open: send batches on the QP are refused until the next
+//! `wr_start` aborts it, and dropping the QP aborts it too.
 //!
 //! What compiles:
 //! ```
@@ -114,6 +116,11 @@ impl QueuePair {
         let Some(ex) = NonNull::new(self.ex) else {
             return Err(not_ex());
         };
+        if self.send_key == 0 {
+            // SAFETY: a leaked guard left a batch open on this live qp_ex; abort it first.
+            unsafe { sys::shim_wr_abort(ex.as_ptr()) };
+        }
+        self.send_key = 0;
         // SAFETY: `ex` belongs to this live QP, borrowed exclusively by the guard until it is
         // completed or aborted.
         unsafe { sys::shim_wr_start(ex.as_ptr()) };
@@ -187,7 +194,7 @@ impl WrGuard<'_> {
             }
         };
         if let Some((ah, _)) = wr.ud {
-            self.qp.keep_alive_ah(ah);
+            self.qp.keep_alive_ah(ah)?;
         }
         let (rkey, raddr) = wr.remote.unwrap_or((0, 0));
         let ud = wr.ud.map(|(ah, qpn)| (ah.as_raw(), qpn));
@@ -254,6 +261,7 @@ impl WrGuard<'_> {
     #[inline(always)]
     pub fn complete(self) -> Result<()> {
         let ex = self.ex.as_ptr();
+        self.qp.send_key = self.qp.serial();
         std::mem::forget(self);
         // SAFETY: the batch is open on this live QP; forgetting the guard keeps Drop from aborting
         // the batch this call closes.
@@ -270,6 +278,7 @@ impl WrGuard<'_> {
 
 impl Drop for WrGuard<'_> {
     fn drop(&mut self) {
+        self.qp.send_key = self.qp.serial();
         // SAFETY: the batch is open on this live QP (complete() forgets the guard instead).
         unsafe { sys::shim_wr_abort(self.ex.as_ptr()) }
     }
