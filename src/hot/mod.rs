@@ -61,6 +61,17 @@ pub trait Postlist: sealed::Sealed {
     /// `qp` passed [`check_qp`](Self::check_qp).
     #[doc(hidden)]
     unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair, times: u64) -> Result<()>;
+    /// [`post_selective`](Self::post_selective) without the QP check.
+    ///
+    /// # Safety
+    /// `qp` passed [`check_qp`](Self::check_qp).
+    #[doc(hidden)]
+    unsafe fn post_selective_unchecked(
+        &mut self,
+        qp: &mut QueuePair,
+        counter: &mut UnsignaledCounter,
+        timeout: PollTimeout,
+    ) -> Result<()>;
 }
 
 impl Postlist for SendBatch {
@@ -92,6 +103,16 @@ impl Postlist for SendBatch {
         }
         Ok(())
     }
+    #[inline(always)]
+    unsafe fn post_selective_unchecked(
+        &mut self,
+        qp: &mut QueuePair,
+        counter: &mut UnsignaledCounter,
+        timeout: PollTimeout,
+    ) -> Result<()> {
+        // SAFETY: forwarded: the caller checked the QP.
+        unsafe { SendBatch::post_selective_unchecked(self, qp, counter, timeout) }
+    }
 }
 
 impl Postlist for WrBatch {
@@ -119,6 +140,16 @@ impl Postlist for WrBatch {
         }
         Ok(())
     }
+    #[inline(always)]
+    unsafe fn post_selective_unchecked(
+        &mut self,
+        qp: &mut QueuePair,
+        counter: &mut UnsignaledCounter,
+        timeout: PollTimeout,
+    ) -> Result<()> {
+        // SAFETY: forwarded: the caller checked the QP.
+        unsafe { WrBatch::post_selective_unchecked(self, qp, counter, timeout) }
+    }
 }
 
 /// The throughput loop of every selectively-signaled sender: posts `batch` on `qp` until
@@ -144,16 +175,20 @@ pub fn pump<P: Postlist>(
     let per = u64::from(n);
     let mut ops = 0u64;
     while ops < limit && keep_going(ops) {
-        let room = (limit - ops).div_ceil(per);
-        let free = u64::from(counter.unsignaled_postlists(n)).min(room);
-        // SAFETY: the QP passed check_qp above.
-        unsafe { batch.post_unsignaled(qp, free)? };
-        counter.skip_unsignaled(free as u32 * n)?;
-        ops += free * per;
-        if ops >= limit {
-            break;
+        // At postlist = unsig_batch every postlist is signaled: no stretch, no arithmetic.
+        if counter.unsignaled_ahead() >= n {
+            let room = (limit - ops).div_ceil(per);
+            let free = u64::from(counter.unsignaled_postlists(n)).min(room);
+            // SAFETY: the QP passed check_qp above.
+            unsafe { batch.post_unsignaled(qp, free)? };
+            counter.skip_unsignaled(free as u32 * n)?;
+            ops += free * per;
+            if ops >= limit {
+                break;
+            }
         }
-        batch.post_selective(qp, counter, timeout)?;
+        // SAFETY: the QP passed check_qp above.
+        unsafe { batch.post_selective_unchecked(qp, counter, timeout)? };
         ops += per;
     }
     Ok(ops)

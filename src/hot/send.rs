@@ -266,12 +266,25 @@ impl SendBatch {
         timeout: PollTimeout,
     ) -> Result<()> {
         self.check_qp(qp)?;
+        // SAFETY: checked above.
+        unsafe { self.post_selective_unchecked(qp, counter, timeout) }
+    }
+
+    /// # Safety
+    /// `qp` passed [`check_qp`](Self::check_qp).
+    #[inline(always)]
+    pub(crate) unsafe fn post_selective_unchecked(
+        &mut self,
+        qp: &mut QueuePair,
+        counter: &mut UnsignaledCounter,
+        timeout: PollTimeout,
+    ) -> Result<()> {
         let signaled = counter.prepare(self.wrs.len() as u32, qp.send_cq(), timeout)?;
         let want = signaled.unwrap_or(NO_SLOT);
         if want != self.signaled_slot {
             self.move_signal(want);
         }
-        // SAFETY: checked above.
+        // SAFETY: forwarded.
         unsafe { self.post_unchecked(qp) }
     }
 

@@ -165,6 +165,12 @@ impl UnsignaledCounter {
         Ok(b.signaled)
     }
 
+    /// WRs that may still be posted before the next signaled one.
+    #[inline(always)]
+    pub(crate) fn unsignaled_ahead(&self) -> u32 {
+        self.until_signal
+    }
+
     /// Whole postlists of `n` WRs that can be posted before one must carry the signaled WR: the
     /// hot loop posts them back to back without asking (see [`super::pump`]).
     #[inline(always)]

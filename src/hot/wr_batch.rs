@@ -8,7 +8,7 @@ use super::poll::PollTimeout;
 use super::send::{validate, Remote, SendSpec};
 use super::signal::UnsignaledCounter;
 use crate::error::{Error, Result};
-use crate::verbs::{Data, MemoryRegion, Op, QueuePair};
+use crate::verbs::{MemoryRegion, Op, QueuePair};
 
 /// A postlist of READs or WRITEs posted with one `ibv_wr_complete` (one doorbell), on the QP it
 /// was built for (which keeps its region alive).
@@ -89,10 +89,23 @@ impl WrBatch {
         timeout: PollTimeout,
     ) -> Result<()> {
         self.check_qp(qp)?;
+        // SAFETY: checked above.
+        unsafe { self.post_selective_unchecked(qp, counter, timeout) }
+    }
+
+    /// # Safety
+    /// `qp` passed [`check_qp`](Self::check_qp).
+    #[inline(always)]
+    pub(crate) unsafe fn post_selective_unchecked(
+        &mut self,
+        qp: &mut QueuePair,
+        counter: &mut UnsignaledCounter,
+        timeout: PollTimeout,
+    ) -> Result<()> {
         let first = counter.posted();
         let signaled = counter.prepare(self.slots.len() as u32, qp.send_cq(), timeout)?;
         let signal_at = signaled.map_or(usize::MAX, |i| i as usize);
-        // SAFETY: checked above.
+        // SAFETY: forwarded.
         unsafe { self.post_unchecked(qp, first, signal_at) }
     }
 
@@ -108,35 +121,52 @@ impl WrBatch {
         first_id: u64,
         signal_at: usize,
     ) -> Result<()> {
+        // One dispatch per postlist; the per-WR loop is compiled once per (operation, data kind).
+        // The batch was validated as READ/WRITE on an RC/UC QP (READ only on RC) when built.
+        match (self.op, self.inline) {
+            // SAFETY: forwarded, and a READ batch is never inline.
+            (Op::Read, _) => unsafe { self.post_slots::<true, false>(qp, first_id, signal_at) },
+            // SAFETY: forwarded; a WRITE batch, inline.
+            (_, true) => unsafe { self.post_slots::<false, true>(qp, first_id, signal_at) },
+            // SAFETY: forwarded; a WRITE batch from the region.
+            (_, false) => unsafe { self.post_slots::<false, false>(qp, first_id, signal_at) },
+        }
+    }
+
+    /// # Safety
+    /// As [`post_unchecked`](Self::post_unchecked); `READ` and `INLINE` match the batch.
+    #[inline(always)]
+    unsafe fn post_slots<const READ: bool, const INLINE: bool>(
+        &mut self,
+        qp: &mut QueuePair,
+        first_id: u64,
+        signal_at: usize,
+    ) -> Result<()> {
         let mut g = qp.wr_start()?;
-        for (i, &(local, remote)) in self.slots.iter().enumerate() {
-            // No slice is made over the region (a peer may be writing it): the provider copies
-            // inline bytes straight from the raw range.
-            let data = if self.inline {
-                Data::Inline {
-                    addr: local as *const u8,
-                    len: self.size as usize,
-                }
-            } else {
-                Data::Sge {
-                    lkey: self.lkey,
-                    addr: local,
-                    len: self.size,
-                }
-            };
-            // SAFETY: READ/WRITE on an RC/UC QP (validated at build); the SGE or inline range lies
-            // in a region this QP keeps alive (it is the batch's QP, caller); no UD destination.
-            unsafe {
-                g.push_unchecked(
-                    first_id + i as u64,
-                    i == signal_at,
-                    self.op,
-                    self.rkey,
-                    remote,
-                    None,
-                    data,
-                )
-            };
+        let (rkey, lkey, size) = (self.rkey, self.lkey, self.size);
+        let mut id = first_id;
+        // The one signaled WR splits the postlist in two runs of unsignaled ones: the flags are
+        // written at the boundaries, not per WR.
+        let sig = signal_at.min(self.slots.len());
+        let (before, rest) = self.slots.split_at(sig);
+        g.set_rdma_flags::<INLINE>(false);
+        for &(local, remote) in before {
+            // SAFETY: the QP is the batch's (caller), which keeps the batch's region alive; each
+            // slot's `local..local+size` was validated to lie in it; flags are set.
+            unsafe { g.push_rdma::<READ, INLINE>(id, rkey, remote, lkey, local, size) };
+            id += 1;
+        }
+        if let Some((&(local, remote), after)) = rest.split_first() {
+            g.set_rdma_flags::<INLINE>(true);
+            // SAFETY: as above.
+            unsafe { g.push_rdma::<READ, INLINE>(id, rkey, remote, lkey, local, size) };
+            id += 1;
+            g.set_rdma_flags::<INLINE>(false);
+            for &(local, remote) in after {
+                // SAFETY: as above.
+                unsafe { g.push_rdma::<READ, INLINE>(id, rkey, remote, lkey, local, size) };
+                id += 1;
+            }
         }
         g.complete()
     }

@@ -27,7 +27,6 @@ pub use pd::ProtectionDomain;
 pub use port::Port;
 pub use qp::{QpCaps, QpType, QueuePair};
 pub use qp_info::QpInfo;
-pub(crate) use wr::Data;
 pub use wr::{Payload, Wr, WrGuard};
 
 /// libhrd's connection parameters, kept so that numbers compare with the C suite.

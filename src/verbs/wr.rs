@@ -212,7 +212,7 @@ impl WrGuard<'_> {
     /// by this QP; remote ops get their real `rkey`/`raddr`.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub(crate) unsafe fn push_unchecked(
+    unsafe fn push_unchecked(
         &mut self,
         wr_id: u64,
         signaled: bool,
@@ -257,6 +257,65 @@ impl WrGuard<'_> {
         }
     }
 
+    /// Sets the send flags the next [`push_rdma`](Self::push_rdma) calls use: signaled or not,
+    /// and inline when `INLINE`. They stay until set again, so a run of unsignaled WRs pays for
+    /// them once.
+    #[inline(always)]
+    pub(crate) fn set_rdma_flags<const INLINE: bool>(&mut self, signaled: bool) {
+        let inline = if INLINE {
+            sys::ibv_send_flags::IBV_SEND_INLINE.0
+        } else {
+            0
+        };
+        let signal = if signaled {
+            sys::ibv_send_flags::IBV_SEND_SIGNALED.0
+        } else {
+            0
+        };
+        // SAFETY: the batch is open on this live QP and only this guard writes the qp_ex.
+        unsafe { (*self.ex.as_ptr()).wr_flags = inline | signal };
+    }
+
+    /// Adds one READ (`READ`) or WRITE with its data inline (`INLINE`) or from an SGE, with the
+    /// flags of the last [`set_rdma_flags`](Self::set_rdma_flags): the prebuilt batches' per-WR
+    /// step, with the operation and the data kind fixed at compile time so that it branches on
+    /// nothing.
+    ///
+    /// # Safety
+    /// This QP is RC or UC (UC: `READ` is false); `set_rdma_flags::<INLINE>` ran in this batch;
+    /// `local..local+len` lies in a region this QP keeps alive ([`QueuePair::keep_alive_mr`])
+    /// and registered under `lkey`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn push_rdma<const READ: bool, const INLINE: bool>(
+        &mut self,
+        wr_id: u64,
+        rkey: u32,
+        raddr: u64,
+        lkey: u32,
+        local: u64,
+        len: u32,
+    ) {
+        let ex = self.ex.as_ptr();
+        // SAFETY: as in push_unchecked: the batch is open and only this guard writes the qp_ex;
+        // RC/UC QPs have READ (RC) and WRITE builders (caller); the flags are set (caller); the
+        // data lies in a region this QP keeps alive (caller), and inline bytes are copied before
+        // the setter returns.
+        unsafe {
+            (*ex).wr_id = wr_id;
+            if READ {
+                sys::shim_wr_rdma_read(ex, rkey, raddr);
+            } else {
+                sys::shim_wr_rdma_write(ex, rkey, raddr);
+            }
+            if INLINE {
+                sys::shim_wr_set_inline_data(ex, local as *mut _, len as usize);
+            } else {
+                sys::shim_wr_set_sge(ex, lkey, local, len);
+            }
+        }
+    }
+
     /// Rings the doorbell for every WR added; on error none of them was posted.
     #[inline(always)]
     pub fn complete(self) -> Result<()> {
@@ -286,7 +345,7 @@ impl Drop for WrGuard<'_> {
 
 /// A WR's data, checked: inline bytes (copied by the provider during the call) or an SGE.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Data {
+enum Data {
     Inline { addr: *const u8, len: usize },
     Sge { lkey: u32, addr: u64, len: u32 },
 }
