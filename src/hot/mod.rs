@@ -61,10 +61,10 @@ pub trait Postlist: sealed::Sealed {
     /// `qp` passed [`check_qp`](Self::check_qp).
     #[doc(hidden)]
     unsafe fn post_unsignaled(&mut self, qp: &mut QueuePair, times: u64) -> Result<()>;
-    /// [`post_selective`](Self::post_selective) without the QP check.
+    /// [`post_selective`](Self::post_selective) without the QP and postlist checks.
     ///
     /// # Safety
-    /// `qp` passed [`check_qp`](Self::check_qp).
+    /// `qp` passed [`check_qp`](Self::check_qp), and `counter.check_postlist(self.len())` passed.
     #[doc(hidden)]
     unsafe fn post_selective_unchecked(
         &mut self,
@@ -110,7 +110,7 @@ impl Postlist for SendBatch {
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
     ) -> Result<()> {
-        // SAFETY: forwarded: the caller checked the QP.
+        // SAFETY: forwarded: the caller checked the QP and the postlist.
         unsafe { SendBatch::post_selective_unchecked(self, qp, counter, timeout) }
     }
 }
@@ -147,7 +147,7 @@ impl Postlist for WrBatch {
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
     ) -> Result<()> {
-        // SAFETY: forwarded: the caller checked the QP.
+        // SAFETY: forwarded: the caller checked the QP and the postlist.
         unsafe { WrBatch::post_selective_unchecked(self, qp, counter, timeout) }
     }
 }
@@ -187,7 +187,7 @@ pub fn pump<P: Postlist>(
                 break;
             }
         }
-        // SAFETY: the QP passed check_qp above.
+        // SAFETY: the QP passed check_qp and the postlist check_postlist above.
         unsafe { batch.post_selective_unchecked(qp, counter, timeout)? };
         ops += per;
     }

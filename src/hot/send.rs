@@ -266,12 +266,14 @@ impl SendBatch {
         timeout: PollTimeout,
     ) -> Result<()> {
         self.check_qp(qp)?;
+        counter.check_postlist(self.wrs.len() as u32)?;
         // SAFETY: checked above.
         unsafe { self.post_selective_unchecked(qp, counter, timeout) }
     }
 
     /// # Safety
-    /// `qp` passed [`check_qp`](Self::check_qp).
+    /// `qp` passed [`check_qp`](Self::check_qp), and the counter's
+    /// [`check_postlist`](UnsignaledCounter::check_postlist) accepted this batch's length.
     #[inline(always)]
     pub(crate) unsafe fn post_selective_unchecked(
         &mut self,
@@ -279,7 +281,7 @@ impl SendBatch {
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
     ) -> Result<()> {
-        let signaled = counter.prepare(self.wrs.len() as u32, qp.send_cq(), timeout)?;
+        let signaled = counter.prepare_checked(self.wrs.len() as u32, qp.send_cq(), timeout)?;
         let want = signaled.unwrap_or(NO_SLOT);
         if want != self.signaled_slot {
             self.move_signal(want);

@@ -125,17 +125,25 @@ impl UnsignaledCounter {
     /// WR. `n` must not exceed `unsig_batch` (then at most one WR of a postlist is signaled).
     /// When `poll_first` is set, the caller must [`reap`](Self::reap) before posting: so this is
     /// crate-private, and [`prepare`](Self::prepare) is the public step that does both.
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn next_batch(&mut self, n: u32) -> Result<BatchSlot> {
         self.check_postlist(n)?;
+        Ok(self.decide(n))
+    }
+
+    /// [`next_batch`](Self::next_batch) for an `n` that already passed
+    /// [`check_postlist`](Self::check_postlist) (a larger one would only make the counter signal
+    /// too rarely, which the provider refuses with ENOMEM once the queue is full).
+    #[inline(always)]
+    fn decide(&mut self, n: u32) -> BatchSlot {
         self.posted += u64::from(n);
         let at = self.until_signal;
         if at >= n {
             self.until_signal = at - n;
-            return Ok(BatchSlot {
+            return BatchSlot {
                 signaled: None,
                 poll_first: false,
-            });
+            };
         }
         // WR `at` of this postlist is signaled; the next one comes unsig_batch WRs later.
         self.until_signal = at + self.unsig_batch - n;
@@ -143,10 +151,10 @@ impl UnsignaledCounter {
         // signaled WR must still reap first.
         let poll_first = self.signaled_out >= self.max_signaled_out;
         self.signaled_out += 1;
-        Ok(BatchSlot {
+        BatchSlot {
             signaled: Some(at),
             poll_first,
-        })
+        }
     }
 
     /// Decides for the next postlist (`next_batch`), then the reap it may call for: what both post paths do
@@ -158,7 +166,20 @@ impl UnsignaledCounter {
         cq: &CompletionQueue,
         timeout: PollTimeout,
     ) -> Result<Option<u32>> {
-        let b = self.next_batch(n)?;
+        self.check_postlist(n)?;
+        self.prepare_checked(n, cq, timeout)
+    }
+
+    /// [`prepare`](Self::prepare) for an `n` that already passed
+    /// [`check_postlist`](Self::check_postlist): the hot loop checks once, not per postlist.
+    #[inline(always)]
+    pub(crate) fn prepare_checked(
+        &mut self,
+        n: u32,
+        cq: &CompletionQueue,
+        timeout: PollTimeout,
+    ) -> Result<Option<u32>> {
+        let b = self.decide(n);
         if b.poll_first {
             self.reap(cq, timeout)?;
         }

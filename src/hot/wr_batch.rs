@@ -89,12 +89,14 @@ impl WrBatch {
         timeout: PollTimeout,
     ) -> Result<()> {
         self.check_qp(qp)?;
+        counter.check_postlist(self.slots.len() as u32)?;
         // SAFETY: checked above.
         unsafe { self.post_selective_unchecked(qp, counter, timeout) }
     }
 
     /// # Safety
-    /// `qp` passed [`check_qp`](Self::check_qp).
+    /// `qp` passed [`check_qp`](Self::check_qp), and the counter's
+    /// [`check_postlist`](UnsignaledCounter::check_postlist) accepted this batch's length.
     #[inline(always)]
     pub(crate) unsafe fn post_selective_unchecked(
         &mut self,
@@ -103,7 +105,7 @@ impl WrBatch {
         timeout: PollTimeout,
     ) -> Result<()> {
         let first = counter.posted();
-        let signaled = counter.prepare(self.slots.len() as u32, qp.send_cq(), timeout)?;
+        let signaled = counter.prepare_checked(self.slots.len() as u32, qp.send_cq(), timeout)?;
         let signal_at = signaled.map_or(usize::MAX, |i| i as usize);
         // SAFETY: forwarded.
         unsafe { self.post_unchecked(qp, first, signal_at) }
