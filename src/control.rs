@@ -19,8 +19,8 @@
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::stats::CycleClock;
@@ -102,6 +102,31 @@ fn attend(a: u32) -> bool {
 /// Requests a stop (e.g. when `--duration` has elapsed).
 pub fn request_stop() {
     ATTENTION.fetch_or(STOP, Ordering::Relaxed);
+}
+
+/// The first failure recorded by a watcher outside the workers (e.g. a peer found gone by the
+/// report clock); the run stops and ends with it.
+static FAILURE: Mutex<Option<crate::Error>> = Mutex::new(None);
+static FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Records `err` as the run's failure (the first one wins) and requests a stop.
+pub fn fail(err: crate::Error) {
+    let mut f = FAILURE.lock().unwrap_or_else(|p| p.into_inner());
+    if f.is_none() {
+        *f = Some(err);
+    }
+    FAILED.store(true, Ordering::Release);
+    request_stop();
+}
+
+/// True once a failure was recorded: waits that would otherwise outlast a stop end at once.
+pub fn run_failed() -> bool {
+    FAILED.load(Ordering::Acquire)
+}
+
+/// The recorded failure, if any (taken: a second call returns None).
+pub fn take_failure() -> Option<crate::Error> {
+    FAILURE.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
 /// A second signal this long after the first kills the process; sooner ones are the same stop.

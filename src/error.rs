@@ -58,6 +58,15 @@ pub enum Error {
     Protocol(String),
     /// `--verify` found data that is not what the peer should have written.
     Verify(String),
+    /// The peer went away (or was never alive: a killed run's entry) during setup or the run.
+    PeerLost {
+        /// The peer's registry name.
+        peer: String,
+        /// How it was noticed.
+        what: String,
+    },
+    /// A stop was requested (SIGINT/SIGTERM) before there was anything to measure.
+    Stopped(String),
 }
 
 impl Error {
@@ -93,6 +102,18 @@ impl Error {
             what: what.into(),
             after,
             hint,
+        }
+    }
+
+    /// The process exit code for this failure (documented in the README): 1 setup failure,
+    /// 3 peer lost, 4 verification failed, 130 stopped before anything was measured (2 is
+    /// clap's, for usage errors).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::PeerLost { .. } => 3,
+            Error::Verify(_) => 4,
+            Error::Stopped(_) => 130,
+            _ => 1,
         }
     }
 
@@ -228,7 +249,8 @@ impl fmt::Display for Error {
                 "work completion error: {} (status {status}, opcode {opcode}, wr_id {wr_id}, vendor_err {vendor_err:#x})",
                 wc_status_name(*status)
             ),
-            Error::Config(msg) | Error::Protocol(msg) => f.write_str(msg),
+            Error::Config(msg) | Error::Protocol(msg) | Error::Stopped(msg) => f.write_str(msg),
+            Error::PeerLost { peer, what } => write!(f, "peer {peer} is gone: {what}"),
             Error::Verify(msg) => write!(f, "verify: {msg}"),
             Error::Timeout { what, after, hint } => {
                 write!(f, "{what} within {}", fmt_secs(*after))?;

@@ -16,7 +16,13 @@ use rdma_bench::verbs::QpType;
 const ROLE: &str = "RDMA_BENCH_REGISTRY_ROLE";
 
 /// One process's part: publish, wait, connect, WRITE a tag into the peer, check the peer's tag.
-fn peer(me: &str, other: &str, registry: &str, started_ms: u64, after: impl FnOnce(Registry)) {
+fn peer(
+    me: &str,
+    other: &str,
+    registry: &str,
+    started_ms: u64,
+    after: impl FnOnce(std::sync::Arc<Registry>),
+) {
     let e = env();
     let mut s = side(&e, QpType::Rc, false, 4096);
     let reg = Registry::connect(Some(registry)).unwrap();

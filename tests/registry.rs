@@ -215,7 +215,8 @@ fn many_threads_publish_at_once() {
             })
         })
         .collect();
-    let owners: Vec<Registry> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let owners: Vec<std::sync::Arc<Registry>> =
+        threads.into_iter().map(|t| t.join().unwrap()).collect();
     for t in 0..16u32 {
         for i in 0..25u32 {
             assert_eq!(
@@ -282,4 +283,177 @@ fn tcp_exchange_times_out_without_a_peer() {
         e.starts_with(&format!("cannot reach the server at {addr}")),
         "{e}"
     );
+}
+
+/// Child half of `a_killed_owners_entries_expire_and_a_live_owners_do_not`: publish, say so, wait to
+/// be killed (its entries are never refreshed nor deleted).
+#[test]
+#[ignore = "child process of a_killed_owners_entries_expire_and_a_live_owners_do_not"]
+fn expiring_child() {
+    let addr = std::env::var("RDMA_BENCH_REGISTRY_CHILD").expect("run by the expiry test");
+    let r = Registry::connect(Some(&addr)).unwrap();
+    r.publish("victim", &info(9)).unwrap();
+    r.publish_ready("victim").unwrap();
+    println!("published");
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn a_killed_owners_entries_expire_and_a_live_owners_do_not() {
+    let m = Memcached::start();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "expiring_child", "--ignored", "--nocapture"])
+        .env("RDMA_BENCH_REGISTRY_CHILD", m.addr())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // libtest prints its own lines first; the child's comes after them.
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("published") {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the child ended early"
+        );
+    }
+    child.kill().unwrap(); // SIGKILL: no cleanup, no refresh
+    child.wait().unwrap();
+    let me = Registry::connect(Some(&m.addr())).unwrap();
+    me.publish("survivor", &info(1)).unwrap();
+    assert!(me.lookup("victim").unwrap().is_some(), "not expired yet");
+    let t0 = Instant::now();
+    while me.lookup("victim").unwrap().is_some() {
+        rdma_bench::registry::tend().unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(u64::from(rdma_bench::registry::ENTRY_TTL_S) + 2),
+            "a killed owner's entry outlived its TTL"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(
+        !me.is_ready("victim", None).unwrap(),
+        "its ready marker expired too"
+    );
+    // Our own entry, tended all along, outlived the TTL.
+    std::thread::sleep(Duration::from_millis(1500));
+    rdma_bench::registry::tend().unwrap();
+    assert!(me.lookup("survivor").unwrap().is_some());
+}
+
+#[test]
+fn a_watched_peer_that_leaves_without_done_is_lost_and_one_that_says_done_is_not() {
+    let m = Memcached::start();
+    let me = Registry::connect(Some(&m.addr())).unwrap();
+    let peer = Registry::connect(Some(&m.addr())).unwrap();
+    peer.publish("server-0", &info(1)).unwrap();
+    peer.publish("server-1", &info(2)).unwrap();
+    let run = peer.run_id();
+    let w0 = me.watch("server-0", run, "server-0");
+    let _w1 = me.watch("server-1", run, "server-1");
+    rdma_bench::registry::tend().unwrap();
+    peer.publish_done("server-1").unwrap();
+    drop(peer); // deletes both entries; only server-1 said done
+    std::thread::sleep(Duration::from_millis(1100)); // peers are looked up at most once a second
+    let e = rdma_bench::registry::tend().unwrap_err();
+    assert_eq!(e.exit_code(), 3, "{e}");
+    assert!(e.to_string().starts_with("peer server-0 is gone: "), "{e}");
+    drop(w0);
+    std::thread::sleep(Duration::from_millis(1100));
+    rdma_bench::registry::tend().unwrap();
+}
+
+#[test]
+fn run_names_keep_two_experiments_apart() {
+    let m = Memcached::start();
+    let a = Registry::connect_named(Some(&m.addr()), Some("exp-a")).unwrap();
+    let b = Registry::connect_named(Some(&m.addr()), Some("exp-b")).unwrap();
+    let plain = Registry::connect(Some(&m.addr())).unwrap();
+    a.publish("server-0", &info(1)).unwrap();
+    b.publish("server-0", &info(2)).unwrap();
+    assert_eq!(a.lookup("server-0").unwrap().unwrap().info, info(1));
+    assert_eq!(b.lookup("server-0").unwrap().unwrap().info, info(2));
+    assert!(plain.lookup("server-0").unwrap().is_none());
+    a.publish_ready("server-0").unwrap();
+    assert!(!b.is_ready("server-0", None).unwrap());
+    let e = Registry::connect_named(Some(&m.addr()), Some("has space"))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("without spaces"), "{e}");
+}
+
+#[test]
+fn a_silent_registry_is_a_timeout_not_an_os_error() {
+    // Accepts connections, never answers.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let _hold = std::thread::spawn(move || {
+        let conns: Vec<_> = l.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(30));
+        drop(conns);
+    });
+    let t0 = Instant::now();
+    let e = Registry::connect(Some(&addr.to_string())).err().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(8));
+    assert!(e.is_timeout(), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the registry at {addr} did not answer (answering its version request) within 5 s: \
+             is it memcached, and is it alive?"
+        )
+    );
+}
+
+#[test]
+fn a_stop_request_ends_a_wait_at_once() {
+    let m = Memcached::start();
+    let r = Registry::connect(Some(&m.addr())).unwrap();
+    let t0 = Instant::now();
+    let e = r
+        .wait_for(
+            "server-0",
+            WaitOptions {
+                stop: Some(|| true),
+                ..quick(60_000)
+            },
+        )
+        .unwrap_err();
+    assert!(t0.elapsed() < Duration::from_secs(1));
+    assert_eq!(e.exit_code(), 130);
+    assert_eq!(e.to_string(), "stopped while waiting for server-0");
+}
+
+#[test]
+fn a_dead_entry_is_named_and_waited_past_and_a_live_one_is_taken() {
+    let m = Memcached::start();
+    let reader = Registry::connect(Some(&m.addr())).unwrap();
+    // A "killed" owner: its entry is there, its heartbeat never moves (nobody refreshes it).
+    raw_set(
+        &m,
+        "server-0",
+        &rdma_bench::registry::encode(&rdma_bench::registry::Entry {
+            info: info(5),
+            run_id: 42,
+            published_ms: now_ms(),
+            beat: 0,
+        }),
+    );
+    // A live owner replaces it after 4 s and is tended (heartbeat) from then on.
+    let addr = m.addr();
+    let owner = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(4));
+        let live = Registry::connect(Some(&addr)).unwrap();
+        live.publish("server-0", &info(6)).unwrap();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(6) {
+            rdma_bench::registry::tend().unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let t0 = Instant::now();
+    let e = reader.wait_live("server-0", quick(20_000)).unwrap();
+    assert_eq!(e.info, info(6), "the dead entry was taken");
+    assert!(t0.elapsed() < Duration::from_secs(9), "{:?}", t0.elapsed());
+    owner.join().unwrap();
 }

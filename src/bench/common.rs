@@ -72,6 +72,15 @@ pub struct CommonArgs {
     /// Stop each counting thread after N operations (like perftest's -n) [default: no limit]
     #[arg(long, value_name = "N")]
     pub iters: Option<u64>,
+    /// Prefix every registry key with NAME, so that independent runs share one memcached without
+    /// seeing each other [default: no prefix, libhrd's keys]
+    #[arg(
+        long,
+        alias = "run_name",
+        env = "RDMA_BENCH_RUN_NAME",
+        value_name = "NAME"
+    )]
+    pub run_name: Option<String>,
     /// Seconds to wait for peers in the registry before giving up
     #[arg(
         long,
@@ -94,12 +103,17 @@ impl CommonArgs {
     pub fn op_limit(&self) -> u64 {
         self.iters.unwrap_or(u64::MAX)
     }
-    /// How to wait for a peer in the registry.
+    /// How to wait for a peer in the registry (a stop request ends the wait).
     pub fn wait(&self) -> WaitOptions {
         WaitOptions {
             timeout: Duration::from_secs(self.connect_timeout),
+            stop: Some(crate::control::stop_requested),
             ..WaitOptions::default()
         }
+    }
+    /// Connects to the registry (`--registry`, `--run-name`).
+    pub fn registry(&self) -> Result<std::sync::Arc<crate::registry::Registry>> {
+        crate::registry::Registry::connect_named(self.registry.as_deref(), self.run_name.as_deref())
     }
     /// Opens the port of libhrd's `port_index` (on `--device` if given) with `--gid-index`.
     pub fn open_port(&self, port_index: usize) -> Result<Port> {

@@ -7,7 +7,9 @@ use super::endpoint::{idle_until_peer_done, publish_done, Endpoint, EndpointSpec
 use super::runner::{run_threads, Role};
 use crate::error::{Error, Result};
 use crate::hot::Remote;
-use crate::registry::Registry;
+use std::sync::Arc;
+
+use crate::registry::{PeerWatch, Registry};
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::QpType;
 
@@ -57,7 +59,9 @@ where
         let global_id = first_id + t;
         let mut pair = connect_pair(c, global_id)?;
         if c.active {
-            return active_body(&mut pair, global_id, t, counters);
+            let peer = pair.peer.clone();
+            return active_body(&mut pair, global_id, t, counters)
+                .map_err(|e| transport_loss(e, &peer, counters.get(t) > 0));
         }
         idle_until_peer_done(&pair.reg, &pair.peer, pair.remote.run_id)?;
         if c.common.verify && !c.do_read {
@@ -78,10 +82,39 @@ where
 /// A connected RC/UC pair endpoint: this thread's side and what it knows of the peer.
 pub(crate) struct Pair {
     pub ep: Endpoint,
-    pub reg: Registry,
+    pub reg: Arc<Registry>,
     pub remote: crate::registry::Entry,
     pub me: String,
     pub peer: String,
+    /// The report clock checks the peer's liveness while this is held.
+    pub watch: Option<PeerWatch>,
+}
+
+/// An error of the transport to `peer` (retries exhausted, a flushed WR, a completion that never
+/// came) means the peer is gone: say so, with what was seen. A remote error (access, invalid
+/// request, operation) means the same once the connection has carried traffic (`measured`): a
+/// killed peer's MRs and QP vanish under our WRs; at the first post it is a real error (e.g. a
+/// wrong rkey) and stays one.
+pub(crate) fn transport_loss(e: Error, peer: &str, measured: bool) -> Error {
+    const REM_INV_REQ: u32 = 9;
+    const REM_ACCESS: u32 = 10;
+    const REM_OP: u32 = 11;
+    const RETRY_EXC: u32 = 12;
+    const RNR_RETRY_EXC: u32 = 13;
+    const WR_FLUSH: u32 = 5;
+    let lost = match e.completion_status() {
+        Some(RETRY_EXC | RNR_RETRY_EXC | WR_FLUSH) => true,
+        Some(REM_INV_REQ | REM_ACCESS | REM_OP) => measured,
+        _ => e.is_timeout(),
+    };
+    if lost {
+        Error::PeerLost {
+            peer: peer.to_string(),
+            what: e.to_string(),
+        }
+    } else {
+        e
+    }
 }
 
 /// Makes thread `global_id`'s endpoint and connects it to its namesake on the other side
@@ -98,24 +131,33 @@ pub(crate) fn connect_pair(s: &Connected<'_>, global_id: usize) -> Result<Pair> 
         ex: s.wr_api,
     };
     let port = common.open_port(port_index_for(common, s.topo.dual_port, global_id))?;
-    let mut ep = Endpoint::new(&port, spec, common.placement())?;
-    let reg = Registry::connect(common.registry.as_deref())?;
+    let reg = common.registry()?;
     let (me, peer) = if s.topo.is_client {
         (format!("client-{global_id}"), format!("server-{global_id}"))
     } else {
         (format!("server-{global_id}"), format!("client-{global_id}"))
     };
-    let remote = ep.rendezvous(&reg, &me, &peer, common.wait())?;
+    let (ep, remote) = Endpoint::meet(
+        &port,
+        spec,
+        common.placement(),
+        &reg,
+        &me,
+        &peer,
+        common.wait(),
+    )?;
     println!(
         "main: {} {global_id} connected to {peer}",
         s.topo.role_name()
     );
+    let watch = Some(reg.watch(&peer, remote.run_id, &peer));
     Ok(Pair {
         ep,
         reg,
         remote,
         me,
         peer,
+        watch,
     })
 }
 
@@ -130,8 +172,15 @@ impl Pair {
     }
 }
 
-/// Says "done" to the passive peer and gives it a moment to see it before our QP goes away.
-pub(crate) fn finish_active(reg: &Registry, me: &str) -> Result<()> {
+/// Says "done" to the passive peer and gives it a moment to see it before our QP goes away (the
+/// peer's liveness is no longer watched: it may leave now).
+pub(crate) fn finish_active(pair: &mut Pair) -> Result<()> {
+    pair.watch = None;
+    announce_done(&pair.reg, &pair.me)
+}
+
+/// Says "done" and lingers a moment, so that passive peers see it before our QPs go away.
+pub(crate) fn announce_done(reg: &Registry, me: &str) -> Result<()> {
     publish_done(reg, me)?;
     // Keep the QP until the peer has seen "done" (it may still verify), then leave.
     std::thread::sleep(std::time::Duration::from_millis(300));

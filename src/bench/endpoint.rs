@@ -1,17 +1,19 @@
 //! A worker thread's verbs objects, and how it meets its peer through the registry.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::control::stop_requested;
-use crate::error::Result;
-use crate::hot::{pump, PollTimeout, Postlist, UnsignaledCounter};
+use crate::error::{Error, Result};
+use crate::hot::{
+    pump, Op, PollTimeout, Postlist, RecvBatch, SendBatch, SendSpec, UnsignaledCounter,
+};
 use crate::mem::{HugeBuffer, Placement};
-use crate::registry::{Entry, Registry, WaitOptions};
+use crate::registry::{Entry, Registry, WaitOptions, ENTRY_TTL_S};
 use crate::stats::Counters;
 use crate::verbs::{
     Access, AddressHandle, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpInfo,
-    QpType, QueuePair,
+    QpType, QueuePair, WorkCompletion,
 };
 
 /// One QP with its CQ and a registered buffer. The region owns the memory and the QP keeps the
@@ -118,8 +120,9 @@ impl Endpoint {
         AddressHandle::new(&self.pd, self.qp.port(), peer)
     }
 
-    /// Meets the connected peer `peer` as `me` (see [`Registry::rendezvous`]), exposing this
-    /// endpoint's buffer.
+    /// Meets the connected peer `peer` as `me` (see [`Registry::rendezvous`], which connects only
+    /// to an entry whose heartbeat moves), exposing this endpoint's buffer, then checks the
+    /// connection itself ([`hello`]).
     pub fn rendezvous(
         &mut self,
         reg: &Registry,
@@ -128,14 +131,116 @@ impl Endpoint {
         wait: WaitOptions,
     ) -> Result<Entry> {
         let info = self.info();
-        let qp = &mut self.qp;
-        reg.rendezvous(me, peer, &info, wait, |remote| qp.connect(remote))
+        let (qp, mr) = (&mut self.qp, &self.mr);
+        let mut recv = RecvBatch::new(qp, mr, 1, 0, 0, 0)?;
+        let remote = reg.rendezvous(me, peer, &info, wait, |r| {
+            qp.connect(r)?;
+            // Before we say "ready": the peer's hello may follow at once.
+            recv.post(qp, 1)
+        })?;
+        hello(qp, mr, reg.run_id(), peer, &remote, wait)?;
+        Ok(remote)
+    }
+
+    /// Makes an endpoint on `port` and meets `peer` with it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn meet(
+        port: &Port,
+        spec: EndpointSpec,
+        place: Placement,
+        reg: &Registry,
+        me: &str,
+        peer: &str,
+        wait: WaitOptions,
+    ) -> Result<(Endpoint, Entry)> {
+        let mut ep = Endpoint::new(port, spec, place)?;
+        let remote = ep.rendezvous(reg, me, peer, wait)?;
+        Ok((ep, remote))
     }
 }
 
-/// Marks this side finished, so passive peers can leave.
+/// How long a connected peer has to answer the hello once both sides said "ready".
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The connection check after RTS: one zero-byte SEND with immediate (our run id's low half)
+/// each way. The caller posted one RECV before marking itself ready; the peer did too, so both
+/// SENDs find a RECV. A killed run's QP never answers: RC fails its SEND after the transport's
+/// retries, UC's hello simply never arrives; either is [`Error::PeerLost`] within
+/// [`HELLO_TIMEOUT`]. Leaves the CQ empty.
+pub fn hello(
+    qp: &mut QueuePair,
+    mr: &Arc<MemoryRegion>,
+    my_run: u64,
+    peer: &str,
+    remote: &Entry,
+    wait: WaitOptions,
+) -> Result<()> {
+    let spec = SendSpec {
+        op: Op::SendImm(my_run as u32),
+        postlist: 1,
+        size: 0,
+        stride: 0,
+        local_offset: 0,
+        remote_offset: 0,
+        inline: true,
+    };
+    let mut send = SendBatch::new(qp, mr, spec, None)?;
+    send.set_signaled(0, true);
+    send.post(qp)?;
+    let lost = |what: String| Error::PeerLost {
+        peer: peer.to_string(),
+        what,
+    };
+    let cq = Arc::clone(qp.send_cq());
+    let deadline = Instant::now() + HELLO_TIMEOUT;
+    let (mut sent, mut heard) = (false, false);
+    let mut wc = [WorkCompletion::default()];
+    while !(sent && heard) {
+        if cq.poll(&mut wc)? == 0 {
+            if Instant::now() >= deadline {
+                return Err(lost(format!(
+                    "its QP did not answer the connection check within {} (a killed run's \
+                     entry? it expires within {ENTRY_TTL_S} s)",
+                    crate::error::fmt_secs(HELLO_TIMEOUT)
+                )));
+            }
+            if wait.stop.is_some_and(|stop| stop()) {
+                return Err(Error::Stopped(format!(
+                    "stopped while checking the connection to {peer}"
+                )));
+            }
+            std::thread::yield_now();
+            continue;
+        }
+        if let Err(e) = wc[0].result() {
+            return Err(lost(format!(
+                "the connection check failed ({e}): a killed run's entry? it expires within \
+                 {ENTRY_TTL_S} s"
+            )));
+        }
+        if wc[0].opcode() == sys_wc_send() {
+            sent = true;
+        } else {
+            if wc[0].imm_data() != Some(remote.run_id as u32) {
+                return Err(Error::protocol(format!(
+                    "the connection check from {peer} carried {:?}, not its run id",
+                    wc[0].imm_data()
+                )));
+            }
+            heard = true;
+        }
+    }
+    Ok(())
+}
+
+/// `IBV_WC_SEND`, the opcode of a SEND's completion.
+fn sys_wc_send() -> u32 {
+    crate::verbs::WC_SEND
+}
+
+/// Marks this side finished, so passive peers can leave (the marker outlives this process).
 pub fn publish_done(reg: &Registry, me: &str) -> Result<()> {
-    reg.publish_ready(&format!("{me}-done"))
+    reg.publish_done(me)
 }
 
 /// The passive side's loop: idle until stopped or until the active peer says it is done.

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use super::common::CommonArgs;
-use crate::control::{install_stop_signals, request_stop, stop_requested, Ticker};
+use crate::control::{
+    fail, install_stop_signals, request_stop, stop_requested, take_failure, Ticker,
+};
 use crate::error::{Error, Result};
 use crate::stats::{Counters, JsonObject, Reporter, RunInfo, Summary};
 
@@ -59,12 +61,18 @@ where
     } else {
         run_with_reporter(clock, threads, run_worker)
     };
-    let summary = match role {
-        Role::Counting => reporter.finish(),
-        Role::Passive => passive_summary(&info, threads),
+    // A watcher's diagnosis (e.g. the peer's entry expired) explains a worker's own error (a
+    // wait it abandoned), so it comes first.
+    let failure = take_failure().or_else(|| results.into_iter().find_map(Result::err));
+    let summary = match (&failure, role) {
+        (None, Role::Counting) => reporter.finish(),
+        (Some(e), Role::Counting) => reporter.finish_failed(&e.to_string()),
+        (f, Role::Passive) => passive_summary(&info, threads, f.as_ref()),
     };
-    results.into_iter().collect::<Result<Vec<()>>>()?;
-    Ok(summary)
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(summary),
+    }
 }
 
 /// One worker and no second thread at all (see [`Ticker`]): the worker's own stop checks run the
@@ -116,13 +124,21 @@ fn run_with_reporter(
 }
 
 /// A passive side's end: one line (and a JSON object), no rates.
-fn passive_summary(info: &RunInfo, threads: usize) -> Summary {
-    println!("main: {} threads 0..{threads}: done", info.role);
+fn passive_summary(info: &RunInfo, threads: usize, failure: Option<&Error>) -> Summary {
+    match failure {
+        None => println!("main: {} threads 0..{threads}: done", info.role),
+        Some(e) => println!("main: run failed: {e}"),
+    }
     if info.json {
-        let o = JsonObject::new()
+        let mut o = JsonObject::new()
             .str("bench", info.bench)
             .str("role", &info.role.to_lowercase())
             .bool("summary", true)
+            .bool("ok", failure.is_none());
+        if let Some(e) = failure {
+            o = o.str("error", &e.to_string());
+        }
+        let o = o
             .bool("passive", true)
             .int("threads", threads as u64)
             .int("ops", 0)
@@ -154,6 +170,11 @@ struct ReportClock {
 
 impl ReportClock {
     fn step(&mut self) {
+        // Keep our registry entries alive and check the peers we depend on.
+        if let Err(e) = crate::registry::tend() {
+            fail(e);
+        }
+        self.counters.mark_progress();
         let now = Instant::now();
         let threads = self.counters.len();
         if !self.measuring {
@@ -186,11 +207,12 @@ impl ReportClock {
 }
 
 /// A benchmark binary's whole `main`: parse flags (clap exits 2 on bad ones), run, and turn an
-/// error into one line and exit code 1.
+/// error into one line and its exit code ([`Error::exit_code`]: 1 setup, 3 peer lost,
+/// 4 verification, 130 stopped before measuring).
 pub fn main<A: Parser>(name: &str, run: fn(A) -> Result<()>) {
     let args = A::parse();
     if let Err(e) = run(args) {
         eprintln!("{name}: {e}");
-        std::process::exit(1);
+        std::process::exit(e.exit_code());
     }
 }

@@ -135,6 +135,6 @@ pub fn run(a: Args) -> Result<()> {
             let expect = fill_byte(false, global_id);
             verify_slots(&pair.ep, batch.len(), a.size, SLOT, expect, "READ")?;
         }
-        finish_active(&pair.reg, &pair.me)
+        finish_active(pair)
     })
 }

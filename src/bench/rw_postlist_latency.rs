@@ -80,7 +80,7 @@ pub fn run(a: Args) -> Result<()> {
         if let Some(l) = LatencySummary::from_samples(&mut samples_us) {
             report_latency(&l, global_id, a.common.json);
         }
-        finish_active(&pair.reg, &pair.me)
+        finish_active(pair)
     })
 }
 

@@ -240,6 +240,6 @@ fn run(bench: Bench, f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Resul
                 verify_slots(&pair.ep, batch.len(), f.size, stride, expect, "READ")?;
             }
         }
-        finish_active(&pair.reg, &pair.me)
+        finish_active(pair)
     })
 }

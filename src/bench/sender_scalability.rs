@@ -11,14 +11,14 @@ use super::common::{
     check_inline, fill_byte, flag01, port_index_for, require, slot_stride, CommonArgs, QueueArgs,
     Topology,
 };
-use super::connected::finish_active;
-use super::endpoint::{idle_until_peer_done, Endpoint, EndpointSpec};
+use super::connected::{announce_done, transport_loss};
+use super::endpoint::{hello, idle_until_peer_done, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
 use crate::control::stop_requested;
 use crate::error::Result;
-use crate::hot::{Op, PollTimeout, Remote, SendBatch, SendSpec, UnsignaledCounter};
+use crate::hot::{Op, PollTimeout, RecvBatch, Remote, SendBatch, SendSpec, UnsignaledCounter};
 use crate::mem::HugeBuffer;
-use crate::registry::{Entry, Registry};
+use crate::registry::{Entry, PeerWatch, Registry};
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::{
     Access, CompletionQueue, MemoryRegion, ProtectionDomain, QpCaps, QpType, QueuePair,
@@ -159,7 +159,7 @@ fn qp_type(a: &Args) -> QpType {
 }
 
 fn client(a: &Args, global_id: usize) -> Result<()> {
-    let reg = Registry::connect(a.common.registry.as_deref())?;
+    let reg = a.common.registry()?;
     let port = a
         .common
         .open_port(port_index_for(&a.common, a.topo.dual_port, global_id))?;
@@ -174,17 +174,25 @@ fn client(a: &Args, global_id: usize) -> Result<()> {
             fill: fill_byte(false, global_id),
             ex: false,
         };
-        let mut ep = Endpoint::new(&port, spec, a.common.placement())?;
         let me = format!("client-{global_id}-{s}");
         let peer = format!("server-{s}-{global_id}");
-        let remote = ep.rendezvous(&reg, &me, &peer, a.common.wait())?;
-        eps.push((ep, remote.run_id));
+        let (ep, remote) = Endpoint::meet(
+            &port,
+            spec,
+            a.common.placement(),
+            &reg,
+            &me,
+            &peer,
+            a.common.wait(),
+        )?;
+        let watch = reg.watch(&peer, remote.run_id, &format!("server-{s}"));
+        eps.push((ep, remote.run_id, watch));
     }
     println!(
         "main: Client {global_id} connected to {} server thread(s)",
         a.num_servers
     );
-    for (s, (_, run)) in eps.iter().enumerate() {
+    for (s, (_, run, _)) in eps.iter().enumerate() {
         idle_until_peer_done(&reg, &format!("server-{s}"), *run)?;
     }
     Ok(())
@@ -196,7 +204,9 @@ struct ServerQps {
     qps: Vec<QueuePair>,
     remotes: Vec<Entry>,
     mr: Arc<MemoryRegion>,
-    reg: Registry,
+    reg: Arc<Registry>,
+    /// The clients' liveness, checked by the report clock while held.
+    watches: Vec<PeerWatch>,
 }
 
 fn connect_server_qps(a: &Args, t: usize) -> Result<ServerQps> {
@@ -207,7 +217,7 @@ fn connect_server_qps(a: &Args, t: usize) -> Result<ServerQps> {
     let buf = HugeBuffer::new(a.buf_size, a.common.placement())?;
     let mr = MemoryRegion::register(&pd, buf, Access::LOCAL_WRITE)?;
     mr.fill(fill_byte(true, t));
-    let reg = Registry::connect(a.common.registry.as_deref())?;
+    let reg = a.common.registry()?;
     let caps = QpCaps {
         max_send_wr: a.queue.queue_depth,
         max_recv_wr: 1,
@@ -217,13 +227,21 @@ fn connect_server_qps(a: &Args, t: usize) -> Result<ServerQps> {
     };
     let mut qps = Vec::with_capacity(a.num_clients);
     let mut remotes = Vec::with_capacity(a.num_clients);
+    let mut watches = Vec::with_capacity(a.num_clients);
     for c in 0..a.num_clients {
         let cq = CompletionQueue::new(port.context(), a.queue.queue_depth)?;
         let mut qp = QueuePair::new(&pd, &port, &cq, &cq, qp_type(a), caps)?;
         let info = qp.info(None);
         let me = format!("server-{t}-{c}");
         let peer = format!("client-{c}-{t}");
-        let remote = reg.rendezvous(&me, &peer, &info, a.common.wait(), |r| qp.connect(r))?;
+        let mut recv = RecvBatch::new(&mut qp, &mr, 1, 0, 0, 0)?;
+        let wait = a.common.wait();
+        let remote = reg.rendezvous(&me, &peer, &info, wait, |r| {
+            qp.connect(r)?;
+            recv.post(&mut qp, 1)
+        })?;
+        hello(&mut qp, &mr, reg.run_id(), &peer, &remote, wait)?;
+        watches.push(reg.watch(&peer, remote.run_id, &peer));
         remotes.push(remote);
         qps.push(qp);
     }
@@ -233,6 +251,7 @@ fn connect_server_qps(a: &Args, t: usize) -> Result<ServerQps> {
         remotes,
         mr,
         reg,
+        watches,
     })
 }
 
@@ -242,6 +261,7 @@ fn server(a: &Args, t: usize, counters: &Counters) -> Result<()> {
         remotes,
         mr,
         reg,
+        watches,
     } = connect_server_qps(a, t)?;
     let stride = slot_stride(a.size);
     let mut batches = Vec::with_capacity(a.num_clients);
@@ -276,7 +296,9 @@ fn server(a: &Args, t: usize, counters: &Counters) -> Result<()> {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         let c = (seed % n) as usize;
-        batches[c].post_selective(&mut qps[c], &mut per_qp[c], timeout)?;
+        batches[c]
+            .post_selective(&mut qps[c], &mut per_qp[c], timeout)
+            .map_err(|e| transport_loss(e, &format!("client-{c}-{t}"), ops > 0))?;
         ops += 1;
         counters.set(t, ops);
     }
@@ -284,5 +306,6 @@ fn server(a: &Args, t: usize, counters: &Counters) -> Result<()> {
     for (qp, counter) in qps.iter().zip(&mut per_qp) {
         counter.drain(qp.send_cq(), timeout)?;
     }
-    finish_active(&reg, &format!("server-{t}"))
+    drop(watches);
+    announce_done(&reg, &format!("server-{t}"))
 }

@@ -16,7 +16,10 @@ use super::runner::{run_threads, Role};
 use crate::control::stop_requested;
 use crate::error::{Error, Result};
 use crate::hot::{Op, RecvBatch, SendBatch, SendSpec, GRH_BYTES};
-use crate::registry::Registry;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::registry::{PeerWatch, Registry};
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::{QpType, WorkCompletion};
 
@@ -161,7 +164,7 @@ fn run(bench: Bench, a: &UdArgs) -> Result<()> {
             .common
             .open_port(port_index_for(&a.common, a.topo.dual_port, global_id))?;
         let mut ep = Endpoint::new(&port, spec, a.common.placement())?;
-        let reg = Registry::connect(a.common.registry.as_deref())?;
+        let reg = a.common.registry()?;
         let peers: Vec<String> = match (bench, sending) {
             (Bench::Sender, true) => (0..a.num_clients).map(|c| format!("client-{c}")).collect(),
             (Bench::Receiver, true) => vec![format!("server-{}", global_id % threads)],
@@ -182,16 +185,25 @@ fn send_loop(
     a: &UdArgs,
     bench: Bench,
     ep: &mut Endpoint,
-    reg: &Registry,
+    reg: &Arc<Registry>,
     me: &str,
     peers: &[String],
     t: usize,
     counters: &Counters,
 ) -> Result<()> {
     let mut dests = Vec::with_capacity(peers.len());
+    // UD never reports a dead receiver: the report clock watches their registry entries instead.
+    let mut watches = Vec::with_capacity(peers.len());
     for p in peers {
         let e = reg.find_ready(p, a.common.wait())?;
-        dests.push((ep.ah_to(&e.info)?, e.info.qpn));
+        let ah = ep.ah_to(&e.info).map_err(|err| {
+            Error::config(format!(
+                "cannot make an address handle to {p} (GID {}, from its registry entry): {err}",
+                e.info.gid()
+            ))
+        })?;
+        dests.push((ah, e.info.qpn));
+        watches.push(reg.watch(p, e.run_id, p));
     }
     let op = if bench == Bench::Receiver {
         Op::SendImm(IMM)
@@ -216,6 +228,7 @@ fn send_loop(
     }
     let counter = a.queue.counter();
     selective_loop(qp, &mut batch, counter, a.common.op_limit(), t, counters)?;
+    drop(watches);
     publish_done(reg, me)
 }
 
@@ -223,7 +236,7 @@ fn recv_loop(
     a: &UdArgs,
     bench: Bench,
     ep: &mut Endpoint,
-    reg: &Registry,
+    reg: &Arc<Registry>,
     me: &str,
     t: usize,
     counters: &Counters,
@@ -246,6 +259,7 @@ fn recv_loop(
     let mut bad_imm = 0u64;
     let mut started = false;
     let mut idle: u32 = 0;
+    let mut sender = SenderWatch::default();
     while !stop_requested() {
         let n = cq.poll(&mut wcs)?;
         if n == 0 {
@@ -255,8 +269,9 @@ fn recv_loop(
             if idle == LULL_POLLS && started {
                 counters.stop(t);
             }
-            // Senders announce when they finish; look rarely so the poll loop stays tight.
-            if idle % (1 << 20) == 0 && senders_done(bench, reg)? {
+            // Senders announce when they finish; look now and then (by the clock, not by a
+            // count of polls) so the poll loop stays tight.
+            if idle % LULL_POLLS == 0 && bench == Bench::Sender && sender.finished(reg)? {
                 break;
             }
             continue;
@@ -292,11 +307,48 @@ fn recv_loop(
     if a.common.verify && bench == Bench::Receiver {
         println!("main: verify ok: {ops} SENDs carried immediate {IMM}");
     }
-    Ok(())
+    if sender.done && ops == 0 {
+        return Err(Error::PeerLost {
+            peer: SENDER.into(),
+            what: "it finished, but none of its SENDs arrived here".into(),
+        });
+    }
+    // Peers that watch us see that we left on purpose.
+    publish_done(reg, me)
 }
 
-/// ud-sender clients end once server thread 0 is done; ud-receiver servers do not know their
-/// clients and run until stopped.
-fn senders_done(bench: Bench, reg: &Registry) -> Result<bool> {
-    Ok(bench == Bench::Sender && reg.is_ready("server-0-done", None)?)
+/// The ud-sender server thread whose end a receiving client waits for.
+const SENDER: &str = "server-0";
+
+/// A ud-sender client's view of the sender: once its entry appears, the report clock watches its
+/// liveness (a killed sender ends the client with an error), and its done marker ends the client.
+/// (ud-receiver servers do not know their clients and run until stopped, as in the original.)
+#[derive(Default)]
+struct SenderWatch {
+    run: Option<u64>,
+    _watch: Option<PeerWatch>,
+    next_look: Option<Instant>,
+    done: bool,
+}
+
+impl SenderWatch {
+    /// True once the sender's done marker is up (looks at most every 200 ms).
+    fn finished(&mut self, reg: &Arc<Registry>) -> Result<bool> {
+        let now = Instant::now();
+        if self.next_look.is_some_and(|t| now < t) {
+            return Ok(false);
+        }
+        self.next_look = Some(now + Duration::from_millis(200));
+        if self.run.is_none() {
+            if let Some(e) = reg.lookup(SENDER)? {
+                self.run = Some(e.run_id);
+                self._watch = Some(reg.watch(SENDER, e.run_id, SENDER));
+            }
+        }
+        self.done = match self.run {
+            Some(run) => reg.is_ready(&format!("{SENDER}-done"), Some(run))?,
+            None => false,
+        };
+        Ok(self.done)
+    }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use super::common::{check_inline, flag01, require, slot_stride, CommonArgs, Topology};
-use super::connected::{connect_pair, finish_active, Connected, Pair};
+use super::connected::{connect_pair, finish_active, transport_loss, Connected, Pair};
 use super::runner::{run_threads, Role};
 use crate::control::stop_requested;
 use crate::error::{Error, Result};
@@ -106,20 +106,24 @@ pub fn run(a: Args) -> Result<()> {
     };
     run_threads(info, Role::Counting, 1, &common, |t, counters| {
         let mut pair = connect_pair(&c, 0)?;
-        let (iters, samples) = ping_pong(&a, &common, &mut pair, stride, t, counters)?;
+        let (iters, samples, failure) = ping_pong(&a, &common, &mut pair, stride, t, counters)?;
+        // The samples taken before a failure are still reported.
         if !report(&samples, a.size, iters, common.json) {
             println!(
                 "main: write-lat: fewer than {} round trips, no latency to report",
                 MEASURE_TAIL + 2
             );
         }
-        finish_active(&pair.reg, &pair.me)
+        if let Some(e) = failure {
+            return Err(transport_loss(e, &pair.peer, iters > 0));
+        }
+        finish_active(&mut pair)
     })?;
     Ok(())
 }
 
-/// The ping-pong loop; returns the WRITEs posted and the gaps between consecutive posts (round
-/// trips) in microseconds.
+/// The ping-pong loop; returns the WRITEs posted, the gaps between consecutive posts (round
+/// trips) in microseconds, and the error that ended it early, if one did.
 fn ping_pong(
     a: &Args,
     common: &CommonArgs,
@@ -127,7 +131,7 @@ fn ping_pong(
     stride: usize,
     t: usize,
     counters: &Counters,
-) -> Result<(u64, Vec<f64>)> {
+) -> Result<(u64, Vec<f64>, Option<Error>)> {
     let size = a.size as usize;
     let spec = SendSpec {
         op: Op::Write,
@@ -151,6 +155,7 @@ fn ping_pong(
     // Room for 1 Mi stamps (8 MiB) up front; only longer --duration runs ever grow it.
     let mut posts: Vec<Stamp> = Vec::with_capacity(limit.saturating_add(1).min(1 << 20) as usize);
     let mut n = 0u64;
+    let mut failure = None;
     counters.start(t);
     while n < limit && !stop_requested() {
         let seq = (n + 1) as u8;
@@ -158,24 +163,36 @@ fn ping_pong(
             // The server answers WRITE i; the client waits for the answer to its previous one.
             let expect = if a.is_client { n as u8 } else { seq };
             // Only the peer's WRITEs store there; a one-byte atomic load cannot tear.
-            if !waiter.until(|| mr.load_u8(recv_byte) == expect)? {
-                break;
+            match waiter.until(|| mr.load_u8(recv_byte) == expect) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
             }
         }
         posts.push(clock.stamp());
         // The previous WRITE from this byte has completed (its CQE was reaped below).
         mr.store_u8(send_byte, seq);
-        batch.post(qp)?;
-        poll_one(qp.send_cq(), timeout)?;
+        if let Err(e) = batch
+            .post(qp)
+            .and_then(|()| poll_one(qp.send_cq(), timeout))
+        {
+            failure = Some(e);
+            break;
+        }
         n += 1;
         counters.set(t, n);
     }
     counters.stop(t);
-    if a.is_client && n > 0 {
+    if a.is_client && n > 0 && failure.is_none() {
         // The answer to the last WRITE closes the last round trip (and tells the server we saw it).
         let last = n as u8;
-        if waiter.until(|| mr.load_u8(recv_byte) == last)? {
-            posts.push(clock.stamp());
+        match waiter.until(|| mr.load_u8(recv_byte) == last) {
+            Ok(true) => posts.push(clock.stamp()),
+            Ok(false) => {}
+            Err(e) => failure = Some(e),
         }
     }
     let ticks_per_us = clock.ticks_per_us();
@@ -183,7 +200,7 @@ fn ping_pong(
         .windows(2)
         .map(|w| CycleClock::ticks(w[0], w[1]) as f64 / ticks_per_us)
         .collect();
-    Ok((n, round_trips))
+    Ok((n, round_trips, failure))
 }
 
 /// Spinning on our memory for the peer's WRITE, bounded: gives up (Ok(false)) on a stop request or

@@ -46,6 +46,15 @@ pub fn poll_exact(
         if n == 0 {
             empty = empty.wrapping_add(1);
             if empty & 0xffff == 0 {
+                // Let the report clock run (one-thread runs tick from stop checks) and give up
+                // at once when it found the run failed (e.g. the peer gone): no 10 s stall.
+                crate::control::stop_requested();
+                if crate::control::run_failed() {
+                    return Err(Error::Stopped(format!(
+                        "stopped waiting for completions ({got} of {} arrived): the run failed",
+                        wcs.len()
+                    )));
+                }
                 let t0 = *start.get_or_insert_with(Instant::now);
                 if t0.elapsed() > timeout.0 {
                     return Err(Error::timeout(

@@ -33,6 +33,7 @@ fn swap(mut s: TcpStream, peer: &str, mine: &[QpInfo], deadline: Instant) -> Res
             info: *info,
             run_id: 0,
             published_ms: now_ms(),
+            beat: 0,
         }));
     }
     s.write_all(&out).map_err(|e| io("sending", peer, e))?;

@@ -1,4 +1,5 @@
-//! The four memcached text-protocol commands the registry needs (set, get, delete, version).
+//! The five memcached text-protocol commands the registry needs (set, get, touch, delete,
+//! version).
 //! A hand-written subset, not a client crate: it is ~100 lines, has no TLS or async baggage, and
 //! bounds every read so a misbehaving server cannot make us allocate or block without limit.
 
@@ -19,11 +20,15 @@ fn protocol(msg: String) -> io::Error {
 }
 
 impl Conn {
-    pub(crate) fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<Conn> {
+    pub(crate) fn connect(
+        addr: SocketAddr,
+        timeout: Duration,
+        answer: Duration,
+    ) -> io::Result<Conn> {
         let s = TcpStream::connect_timeout(&addr, timeout)?;
         s.set_nodelay(true)?;
-        s.set_read_timeout(Some(Duration::from_secs(5)))?;
-        s.set_write_timeout(Some(Duration::from_secs(5)))?;
+        s.set_read_timeout(Some(answer))?;
+        s.set_write_timeout(Some(answer))?;
         let writer = s.try_clone()?;
         let mut c = Conn {
             reader: BufReader::new(s),
@@ -58,8 +63,9 @@ impl Conn {
         String::from_utf8(buf).map_err(|_| protocol("reply line is not UTF-8".into()))
     }
 
-    pub(crate) fn set(&mut self, key: &str, value: &[u8]) -> io::Result<()> {
-        let mut req = format!("set {key} 0 0 {}\r\n", value.len()).into_bytes();
+    /// Stores `value` under `key`, expiring `ttl_s` seconds from now (0: never).
+    pub(crate) fn set(&mut self, key: &str, value: &[u8], ttl_s: u32) -> io::Result<()> {
+        let mut req = format!("set {key} 0 {ttl_s} {}\r\n", value.len()).into_bytes();
         req.extend_from_slice(value);
         req.extend_from_slice(b"\r\n");
         self.writer.write_all(&req)?;
@@ -93,6 +99,19 @@ impl Conn {
         match self.line()?.as_str() {
             "END" => Ok(Some(value)),
             other => Err(protocol(format!("get {key}: expected END, got {other:?}"))),
+        }
+    }
+
+    /// Pushes `key`'s expiry to `ttl_s` seconds from now; false when the key is gone.
+    pub(crate) fn touch(&mut self, key: &str, ttl_s: u32) -> io::Result<bool> {
+        self.writer
+            .write_all(format!("touch {key} {ttl_s}\r\n").as_bytes())?;
+        match self.line()?.as_str() {
+            "TOUCHED" => Ok(true),
+            "NOT_FOUND" => Ok(false),
+            other => Err(protocol(format!(
+                "touch {key}: registry answered {other:?}"
+            ))),
         }
     }
 

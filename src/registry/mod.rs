@@ -2,18 +2,27 @@
 //! `master-<port>-<clt>`…), so it fits the C suite's run scripts (memcached on the server machine,
 //! `HRD_REGISTRY_IP`). [`exchange`]: a direct TCP exchange for two-party tools.
 //!
+//! Entries are live only while their owner is: they are written with a short expiry
+//! ([`ENTRY_TTL_S`]) and re-published with a bumped heartbeat by the owner about once a second
+//! while it waits and runs ([`tend`]), so a killed run's entries vanish on their own, and before
+//! that a peer sees their heartbeat stand still ([`Registry::wait_live`]) and never connects to
+//! them. `--run-name` prefixes every key, so several experiments share
+//! one memcached.
+//!
 //! Meeting a peer is one call: [`Registry::rendezvous`] (connected QPs: publish, wait for the peer,
 //! connect, mark ready, wait for the peer's readiness from the same run), [`Registry::announce`]
 //! and [`Registry::find_ready`] (UD: a receiver announces itself, a sender looks it up).
 
 pub mod exchange;
+mod live;
 mod memcached;
 mod wire;
 
+pub use live::{tend, PeerWatch, ENTRY_TTL_S};
 pub use wire::{decode, encode, Entry, VALUE_LEN};
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
@@ -61,6 +70,8 @@ pub struct WaitOptions {
     pub announce_every: Duration,
     /// Ignore entries published before this Unix time in ms (a previous run's leftovers).
     pub published_after_ms: Option<u64>,
+    /// Asked between probes: true ends the wait with [`Error::Stopped`] (e.g. on SIGINT).
+    pub stop: Option<fn() -> bool>,
 }
 
 impl Default for WaitOptions {
@@ -69,16 +80,30 @@ impl Default for WaitOptions {
             timeout: Duration::from_secs(60),
             announce_every: Duration::from_secs(3),
             published_after_ms: None,
+            stop: None,
         }
     }
 }
 
-/// A connection to the registry. Keys published through it are deleted when it is dropped.
+/// How long a reader watches an entry's heartbeat before calling it stale (the owner bumps it
+/// about once a second).
+pub const LIVE_WINDOW: Duration = Duration::from_millis(2500);
+
+/// How long a request may go unanswered before the registry counts as silent.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection to the registry, shared as an `Arc`. Keys published through it expire unless
+/// refreshed ([`tend`]) and are deleted when the last handle is dropped.
 pub struct Registry {
     addr: String,
     conn: Mutex<Conn>,
     run_id: u64,
-    published: Mutex<Vec<String>>,
+    /// `--run-name` and a separator, or empty: prefixes every key.
+    prefix: String,
+    /// Keys this handle keeps alive: entries (re-published with the next heartbeat) and markers
+    /// (touched).
+    published: Mutex<Vec<(String, Option<Entry>)>>,
+    pub(crate) tending: Mutex<live::Tending>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -98,25 +123,50 @@ fn check_key(key: &str) -> Result<()> {
 }
 
 impl Registry {
-    /// Connects; an unreachable or foreign server is reported at once, never retried.
-    pub fn connect(flag: Option<&str>) -> Result<Registry> {
+    /// Connects; an unreachable, silent or foreign server is reported at once, never retried.
+    pub fn connect(flag: Option<&str>) -> Result<Arc<Registry>> {
+        Self::connect_named(flag, None)
+    }
+
+    /// Connects with every key prefixed by `run_name` (`--run-name`), so that independent runs
+    /// share one memcached without seeing each other's entries.
+    pub fn connect_named(flag: Option<&str>, run_name: Option<&str>) -> Result<Arc<Registry>> {
         let (addr, shown) = registry_address(flag)?;
-        let conn = Conn::connect(addr, Duration::from_secs(2)).map_err(|e| Error::Registry {
-            addr: shown.clone(),
-            what: "cannot connect".into(),
-            source: e,
-            hint: Some("start memcached there, or set --registry / HRD_REGISTRY_IP"),
+        let prefix = match run_name {
+            Some(n) => {
+                check_key(n).map_err(|_| {
+                    Error::config(format!("run name '{n}' must be 1-250 bytes without spaces"))
+                })?;
+                format!("{n}:")
+            }
+            None => String::new(),
+        };
+        let conn = Conn::connect(addr, Duration::from_secs(2), ANSWER_TIMEOUT).map_err(|e| {
+            if is_silence(&e) {
+                silent(&shown, "answering its version request")
+            } else {
+                Error::Registry {
+                    addr: shown.clone(),
+                    what: "cannot connect".into(),
+                    source: e,
+                    hint: Some("start memcached there, or set --registry / HRD_REGISTRY_IP"),
+                }
+            }
         })?;
         // Unique enough per process: time, pid and an address from this run's heap.
         let salt = Box::new(0u8);
         let run_id =
             now_ms() ^ (u64::from(std::process::id()) << 40) ^ ((&*salt as *const u8 as u64) << 8);
-        Ok(Registry {
+        let reg = Arc::new(Registry {
             addr: shown,
             conn: Mutex::new(conn),
             run_id,
+            prefix,
             published: Mutex::new(Vec::new()),
-        })
+            tending: Mutex::new(live::Tending::default()),
+        });
+        live::enlist(&reg);
+        Ok(reg)
     }
 
     /// `HOST:PORT` of the registry, for messages.
@@ -129,7 +179,20 @@ impl Registry {
         self.run_id
     }
 
+    fn key(&self, name: &str) -> Result<String> {
+        let k = format!("{}{name}", self.prefix);
+        check_key(&k)?;
+        Ok(k)
+    }
+
+    fn ready_key(&self, name: &str) -> Result<String> {
+        self.key(&format!("{READY_PREFIX}{name}"))
+    }
+
     fn io_err(&self, what: &str, e: std::io::Error) -> Error {
+        if is_silence(&e) {
+            return silent(&self.addr, what);
+        }
         Error::Registry {
             addr: self.addr.clone(),
             what: what.to_string(),
@@ -138,7 +201,7 @@ impl Registry {
         }
     }
 
-    fn with_conn<T>(
+    pub(crate) fn with_conn<T>(
         &self,
         f: impl FnOnce(&mut Conn) -> std::io::Result<T>,
         what: &str,
@@ -147,30 +210,61 @@ impl Registry {
         f(&mut conn).map_err(|e| self.io_err(what, e))
     }
 
-    fn remember(&self, key: &str) {
+    fn remember(&self, key: &str, entry: Option<Entry>) {
         let mut p = self.published.lock().unwrap_or_else(|p| p.into_inner());
-        if !p.iter().any(|k| k == key) {
-            p.push(key.to_string());
+        match p.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = entry,
+            None => p.push((key.to_string(), entry)),
         }
     }
 
-    /// Publishes `info` under `name` (overwriting a stale entry).
+    /// Re-publishes every entry of this handle with its heartbeat bumped, and pushes the expiry
+    /// of its markers forward.
+    pub(crate) fn refresh(&self) -> Result<()> {
+        let keys: Vec<(String, Option<Entry>)> = self
+            .published
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for (key, entry) in keys {
+            match entry {
+                Some(mut e) => {
+                    e.beat = e.beat.wrapping_add(1);
+                    self.with_conn(
+                        |c| c.set(&key, &encode(&e), ENTRY_TTL_S),
+                        "refreshing our entries",
+                    )?;
+                    self.remember(&key, Some(e));
+                }
+                None => {
+                    self.with_conn(|c| c.touch(&key, ENTRY_TTL_S), "refreshing our markers")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Publishes `info` under `name` (overwriting a stale entry), expiring unless refreshed.
     pub fn publish(&self, name: &str, info: &QpInfo) -> Result<()> {
-        check_key(name)?;
-        let value = encode(&Entry {
+        let key = self.key(name)?;
+        let entry = Entry {
             info: *info,
             run_id: self.run_id,
             published_ms: now_ms(),
-        });
-        self.with_conn(|c| c.set(name, &value), &format!("publishing {name}"))?;
-        self.remember(name);
+            beat: 0,
+        };
+        self.with_conn(
+            |c| c.set(&key, &encode(&entry), ENTRY_TTL_S),
+            &format!("publishing {name}"),
+        )?;
+        self.remember(&key, Some(entry));
         Ok(())
     }
 
     /// The entry under `name`, if there is one.
     pub fn lookup(&self, name: &str) -> Result<Option<Entry>> {
-        check_key(name)?;
-        let raw = self.with_conn(|c| c.get(name), &format!("looking up {name}"))?;
+        let key = self.key(name)?;
+        let raw = self.with_conn(|c| c.get(&key), &format!("looking up {name}"))?;
         raw.map(|v| {
             decode(&v).map_err(|why| {
                 Error::protocol(format!(
@@ -190,6 +284,60 @@ impl Registry {
         })
     }
 
+    /// Waits for `name`'s entry and for proof that its owner is alive: its heartbeat moving within
+    /// [`LIVE_WINDOW`]. An entry whose heartbeat stands still (a killed run's, not yet expired) is
+    /// named on stderr and waited past, until it expires or a live one replaces it.
+    pub fn wait_live(&self, name: &str, opts: WaitOptions) -> Result<Entry> {
+        let deadline = Instant::now() + opts.timeout;
+        let left = || WaitOptions {
+            timeout: deadline.saturating_duration_since(Instant::now()),
+            ..opts
+        };
+        loop {
+            let first = self.wait_for(name, left())?;
+            let seen = Instant::now();
+            let mut stale = true;
+            while seen.elapsed() < LIVE_WINDOW {
+                std::thread::sleep(POLL_INTERVAL);
+                live::refresh_if_due(self)?;
+                if opts.stop.is_some_and(|stop| stop()) {
+                    return Err(Error::Stopped(format!("stopped while waiting for {name}")));
+                }
+                match self.lookup(name)? {
+                    Some(now) if now.run_id == first.run_id && now.info == first.info => {
+                        if now.beat != first.beat {
+                            return Ok(now);
+                        }
+                    }
+                    // Replaced (a new run) or gone: look at the new one from the start.
+                    _ => {
+                        stale = false;
+                        break;
+                    }
+                }
+            }
+            if stale {
+                eprintln!(
+                    "{name}'s registry entry (run {:016x}, qpn {:#x}) is stale: its heartbeat \
+                     stood still for {} (a killed run's? it expires within {ENTRY_TTL_S} s); \
+                     waiting for a live one",
+                    first.run_id,
+                    first.info.qpn,
+                    crate::error::fmt_secs(LIVE_WINDOW)
+                );
+                self.wait_replaced(name, &first, left())?;
+            }
+        }
+    }
+
+    /// Waits until the entry under `name` is gone or differs from `old` (a stale entry expiring
+    /// or being replaced by a live one).
+    pub fn wait_replaced(&self, name: &str, old: &Entry, opts: WaitOptions) -> Result<()> {
+        self.wait(&format!("{name} (a new entry)"), opts, |r| {
+            Ok(r.lookup(name)?.is_none_or(|e| e != *old).then_some(()))
+        })
+    }
+
     fn wait<T>(
         &self,
         name: &str,
@@ -201,6 +349,11 @@ impl Registry {
         loop {
             if let Some(v) = probe(self)? {
                 return Ok(v);
+            }
+            // Our own entries must outlive a long wait for a slow peer.
+            live::refresh_if_due(self)?;
+            if opts.stop.is_some_and(|stop| stop()) {
+                return Err(Error::Stopped(format!("stopped while waiting for {name}")));
             }
             let waited = start.elapsed();
             if waited >= opts.timeout {
@@ -218,17 +371,28 @@ impl Registry {
         }
     }
 
-    /// Marks `name` ready.
+    /// Marks `name` ready (expiring with the entry unless refreshed).
     pub fn publish_ready(&self, name: &str) -> Result<()> {
-        let key = format!("{READY_PREFIX}{name}");
-        check_key(&key)?;
+        let key = self.ready_key(name)?;
         let value = format!("ready {:016x} {}", self.run_id, now_ms());
         self.with_conn(
-            |c| c.set(&key, value.as_bytes()),
+            |c| c.set(&key, value.as_bytes(), ENTRY_TTL_S),
             &format!("marking {name} ready"),
         )?;
-        self.remember(&key);
+        self.remember(&key, None);
         Ok(())
+    }
+
+    /// Marks `name` finished for good: the marker is not refreshed and not deleted on exit (it
+    /// expires after [`live::DONE_TTL_S`]), so peers that look after this process has left still
+    /// see it.
+    pub fn publish_done(&self, name: &str) -> Result<()> {
+        let key = self.ready_key(&format!("{name}-done"))?;
+        let value = format!("ready {:016x} {}", self.run_id, now_ms());
+        self.with_conn(
+            |c| c.set(&key, value.as_bytes(), live::DONE_TTL_S),
+            &format!("marking {name} done"),
+        )
     }
 
     /// Waits until `name` is marked ready, by the run `expect_run` if given (markers of other runs,
@@ -240,30 +404,39 @@ impl Registry {
         expect_run: Option<u64>,
     ) -> Result<u64> {
         self.wait(&format!("{name} (ready)"), opts, |r| {
-            r.ready_run(name, expect_run)
+            r.ready_run(name, expect_run, 0)
         })
     }
 
     /// Whether `name` is marked ready (by `expect_run`, if given) right now.
     pub fn is_ready(&self, name: &str, expect_run: Option<u64>) -> Result<bool> {
-        Ok(self.ready_run(name, expect_run)?.is_some())
+        Ok(self.ready_run(name, expect_run, 0)?.is_some())
     }
 
-    fn ready_run(&self, name: &str, expect_run: Option<u64>) -> Result<Option<u64>> {
-        let key = format!("{READY_PREFIX}{name}");
-        check_key(&key)?;
-        let v = self.with_conn(|c| c.get(&key), &format!("looking up {key}"))?;
+    /// The run that marked `name` ready, if it is `expect_run` (when given) and marked it at or
+    /// after `not_before_ms` (its clock: the marker and the entry come from the same process).
+    fn ready_run(
+        &self,
+        name: &str,
+        expect_run: Option<u64>,
+        not_before_ms: u64,
+    ) -> Result<Option<u64>> {
+        let key = self.ready_key(name)?;
+        let v = self.with_conn(|c| c.get(&key), &format!("looking up {name} (ready)"))?;
         Ok(v.and_then(|v| {
             let s = String::from_utf8(v).ok()?;
-            let run = u64::from_str_radix(s.strip_prefix("ready ")?.split(' ').next()?, 16).ok()?;
-            expect_run.is_none_or(|e| e == run).then_some(run)
+            let mut f = s.strip_prefix("ready ")?.split(' ');
+            let run = u64::from_str_radix(f.next()?, 16).ok()?;
+            let ms: u64 = f.next()?.parse().ok()?;
+            (expect_run.is_none_or(|e| e == run) && ms >= not_before_ms).then_some(run)
         }))
     }
 
     /// Meets the connected peer `peer`: publishes `info` as `me`, waits for `peer`'s entry, runs
-    /// `connect` on it (bring the QP to RTS there), marks `me` ready, and waits until `peer` is
-    /// marked ready by the same run as the entry we connected to, so a dead earlier run's entry
-    /// is detected, never used. Returns the peer's entry.
+    /// `connect` on it (bring the QP to RTS there, and post what the peer's first message needs),
+    /// marks `me` ready, and waits until `peer` is marked ready by the same run as the entry we
+    /// connected to. Returns the peer's entry. The entry may still be a killed run's that has not
+    /// expired yet: check the connection itself before trusting it.
     pub fn rendezvous(
         &self,
         me: &str,
@@ -273,11 +446,15 @@ impl Registry {
         connect: impl FnOnce(&QpInfo) -> Result<()>,
     ) -> Result<Entry> {
         self.publish(me, info)?;
-        let remote = self.wait_for(peer, wait).map_err(stale_hint)?;
+        let remote = self.wait_live(peer, wait).map_err(stale_hint)?;
         connect(&remote.info)?;
         self.publish_ready(me)?;
-        self.wait_ready(peer, wait, Some(remote.run_id))
-            .map_err(stale_hint)?;
+        // Ready from the same run, and since the entry we connected to: a marker left by the
+        // peer's earlier attempt (before it reconnected) does not count.
+        self.wait(&format!("{peer} (ready)"), wait, |r| {
+            r.ready_run(peer, Some(remote.run_id), remote.published_ms)
+        })
+        .map_err(stale_hint)?;
         Ok(remote)
     }
 
@@ -289,19 +466,35 @@ impl Registry {
 
     /// Waits for a UD peer's entry and for its readiness from the same run.
     pub fn find_ready(&self, peer: &str, wait: WaitOptions) -> Result<Entry> {
-        let remote = self.wait_for(peer, wait).map_err(stale_hint)?;
+        let remote = self.wait_live(peer, wait).map_err(stale_hint)?;
         self.wait_ready(peer, wait, Some(remote.run_id))
             .map_err(stale_hint)?;
         Ok(remote)
     }
 
-    /// Removes every key this registry handle published.
+    /// Removes every key this registry handle published (done markers stay until they expire).
     pub fn unpublish_all(&self) {
         let keys = std::mem::take(&mut *self.published.lock().unwrap_or_else(|p| p.into_inner()));
-        for k in keys {
+        for (k, _) in keys {
             let _ = self.with_conn(|c| c.delete(&k), "removing keys");
         }
     }
+}
+
+fn is_silence(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// A registry that accepted the connection but does not answer.
+fn silent(addr: &str, what: &str) -> Error {
+    Error::timeout(
+        format!("the registry at {addr} did not answer ({what})"),
+        ANSWER_TIMEOUT,
+        Some("is it memcached, and is it alive?"),
+    )
 }
 
 /// A wait that timed out may have been a stale entry's doing: say what to check, keep the kind.
@@ -310,10 +503,7 @@ fn stale_hint(e: Error) -> Error {
         Error::Timeout { what, after, .. } => Error::Timeout {
             what,
             after,
-            hint: Some(
-                "is the peer running? if an earlier run was killed, its registry entries may be \
-                 stale: restart memcached",
-            ),
+            hint: Some("is the peer running, with the same --run-name?"),
         },
         other => other,
     }

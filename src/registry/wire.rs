@@ -30,6 +30,9 @@ pub struct Entry {
     pub run_id: u64,
     /// When it was published (Unix ms).
     pub published_ms: u64,
+    /// Bumped by the owner each time it refreshes the entry: a reader that sees it move knows the
+    /// owner is alive, without comparing clocks.
+    pub beat: u16,
 }
 
 /// Encodes an entry.
@@ -42,6 +45,7 @@ pub fn encode(e: &Entry) -> [u8; VALUE_LEN] {
     b[24..28].copy_from_slice(&e.info.qpn.to_le_bytes());
     b[28..32].copy_from_slice(&e.info.psn.to_le_bytes());
     b[32..34].copy_from_slice(&e.info.lid.to_le_bytes());
+    b[34..36].copy_from_slice(&e.beat.to_le_bytes());
     b[36..52].copy_from_slice(&e.info.gid);
     b[52..60].copy_from_slice(&e.info.buf_addr.to_le_bytes());
     b[60..68].copy_from_slice(&e.info.buf_size.to_le_bytes());
@@ -68,7 +72,7 @@ pub fn decode(b: &[u8]) -> Result<Entry, String> {
             b[4]
         ));
     }
-    if b[5..8] != [0, 0, 0] || b[34..36] != [0, 0] {
+    if b[5..8] != [0, 0, 0] {
         return Err("value has non-zero reserved bytes".into());
     }
     let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
@@ -95,6 +99,7 @@ pub fn decode(b: &[u8]) -> Result<Entry, String> {
         info,
         run_id: u64_at(8),
         published_ms: u64_at(16),
+        beat: u16::from_le_bytes([b[34], b[35]]),
     })
 }
 
@@ -115,6 +120,7 @@ mod tests {
             },
             run_id: 0x0123_4567_89ab_cdef,
             published_ms: 1_800_000_000_000,
+            beat: 3,
         }
     }
 

@@ -16,6 +16,9 @@ struct Slot {
     started: AtomicU64,
     /// Same encoding, for when the thread left its loop.
     stopped: AtomicU64,
+    /// The count the report clock saw last, and when it last saw it grow (same encoding).
+    seen_ops: AtomicU64,
+    progress: AtomicU64,
 }
 
 /// Operation counts of the worker threads, written by each worker (one relaxed store per batch)
@@ -44,6 +47,24 @@ impl Counters {
     pub fn stop(&self, t: usize) {
         let ns = self.epoch.elapsed().as_nanos() as u64 + 1;
         self.slots[t].stopped.store(ns, Ordering::Release);
+    }
+    /// Notes, for every thread whose count grew since the last call, that it made progress now.
+    /// Called by the report clock (every 50 ms), never by the workers: a failed run's rate is
+    /// then measured up to the last progress, without the stall that detected the failure.
+    pub fn mark_progress(&self) {
+        let ns = self.epoch.elapsed().as_nanos() as u64 + 1;
+        for s in self.slots.iter() {
+            let ops = s.ops.load(Ordering::Relaxed);
+            if ops != s.seen_ops.swap(ops, Ordering::Relaxed) {
+                s.progress.store(ns, Ordering::Release);
+            }
+        }
+    }
+    fn progress_at(&self, t: usize) -> Option<f64> {
+        match self.slots[t].progress.load(Ordering::Acquire) {
+            0 => None,
+            ns => Some((ns - 1) as f64 / 1e9),
+        }
     }
     /// Undoes [`Counters::stop`] (work resumed after a lull).
     pub fn resume(&self, t: usize) {
@@ -185,8 +206,8 @@ impl Reporter {
         let _ = stdout.flush();
     }
 
-    /// The final line (`main: Total throughput = X Mops`) and JSON summary.
-    pub fn finish(&mut self) -> Summary {
+    /// Totals over every started thread; each thread's time ends at `end(t)`.
+    fn totals(&self, end: impl Fn(usize) -> Option<f64>) -> Summary {
         let now = self.counters.now();
         let mut s = Summary {
             ops: 0,
@@ -198,18 +219,58 @@ impl Reporter {
                 continue;
             };
             let ops = self.counters.get(t);
-            let secs = self.counters.stopped_at(t).unwrap_or(now) - started;
+            let secs = end(t).unwrap_or(now) - started;
             s.ops += ops;
             if secs > 0.0 {
                 s.mops += ops as f64 / secs / 1e6;
             }
             s.elapsed_s = s.elapsed_s.max(secs);
         }
+        s
+    }
+
+    /// The final line (`main: Total throughput = X Mops`) and JSON summary (`"ok": true`).
+    pub fn finish(&mut self) -> Summary {
+        let s = self.totals(|t| self.counters.stopped_at(t));
         println!("main: Total throughput = {:.4} Mops", s.mops);
         if self.info.json {
             let o = self
                 .json_base()
                 .bool("summary", true)
+                .bool("ok", true)
+                .int("threads", self.counters.len() as u64)
+                .num("elapsed_s", s.elapsed_s)
+                .int("ops", s.ops)
+                .num("mops", s.mops);
+            println!("{}", o.finish());
+        }
+        s
+    }
+
+    /// A failed run's end: `main: run failed: …`, then what was measured up to each thread's
+    /// last progress (never a `Total throughput` line), and a JSON summary with `"ok": false` and
+    /// the error.
+    pub fn finish_failed(&mut self, error: &str) -> Summary {
+        let s = self.totals(|t| {
+            let stopped = self.counters.stopped_at(t);
+            match (self.counters.progress_at(t), stopped) {
+                (Some(p), Some(st)) => Some(p.min(st)),
+                (p, st) => p.or(st),
+            }
+        });
+        println!("main: run failed: {error}");
+        if s.ops > 0 {
+            println!(
+                "main: measured before the failure: {:.4} Mops ({} ops in {:.1} s, up to the last progress)",
+                s.mops, s.ops, s.elapsed_s
+            );
+        }
+        if self.info.json {
+            let o = self
+                .json_base()
+                .bool("summary", true)
+                .bool("ok", false)
+                .str("error", error)
                 .int("threads", self.counters.len() as u64)
                 .num("elapsed_s", s.elapsed_s)
                 .int("ops", s.ops)

@@ -23,6 +23,9 @@ pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{devices, Context, Gid, LinkLayer, PortAttr, PortState};
 pub use mr::{Access, MemoryRegion};
 pub use op::Op;
+
+/// `IBV_WC_SEND`: the opcode of a SEND's completion.
+pub const WC_SEND: u32 = crate::sys::ibv_wc_opcode::IBV_WC_SEND;
 pub use pd::ProtectionDomain;
 pub use port::Port;
 pub use qp::{QpCaps, QpType, QueuePair};
