@@ -276,4 +276,8 @@ fn a_peer_killed_mid_run_is_reported_rc_uc_ud() {
     std::thread::sleep(Duration::from_millis(10));
     assert!(s.try_wait().unwrap().is_none());
     survivor_reports(s, c, Duration::from_secs(15), "client-0");
+    // UD: the sender dies; its receiver sees its entry expire.
+    let c = start(ud, &m, &client);
+    let s = start(ud, &m, &long);
+    survivor_reports(c, s, Duration::from_secs(15), "server-0");
 }

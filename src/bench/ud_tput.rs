@@ -191,6 +191,8 @@ fn send_loop(
     t: usize,
     counters: &Counters,
 ) -> Result<()> {
+    // Receivers watch our entry (UD tells them nothing when we die) and wait for our done marker.
+    reg.announce(me, &ep.info())?;
     let mut dests = Vec::with_capacity(peers.len());
     // UD never reports a dead receiver: the report clock watches their registry entries instead.
     let mut watches = Vec::with_capacity(peers.len());
