@@ -15,6 +15,7 @@
 
 pub mod exchange;
 mod live;
+mod meet;
 mod memcached;
 mod wire;
 
@@ -284,61 +285,7 @@ impl Registry {
         })
     }
 
-    /// Waits for `name`'s entry and for proof that its owner is alive: its heartbeat moving within
-    /// [`LIVE_WINDOW`]. An entry whose heartbeat stands still (a killed run's, not yet expired) is
-    /// named on stderr and waited past, until it expires or a live one replaces it.
-    pub fn wait_live(&self, name: &str, opts: WaitOptions) -> Result<Entry> {
-        let deadline = Instant::now() + opts.timeout;
-        let left = || WaitOptions {
-            timeout: deadline.saturating_duration_since(Instant::now()),
-            ..opts
-        };
-        loop {
-            let first = self.wait_for(name, left())?;
-            let seen = Instant::now();
-            let mut stale = true;
-            while seen.elapsed() < LIVE_WINDOW {
-                std::thread::sleep(POLL_INTERVAL);
-                live::refresh_if_due(self)?;
-                if opts.stop.is_some_and(|stop| stop()) {
-                    return Err(Error::Stopped(format!("stopped while waiting for {name}")));
-                }
-                match self.lookup(name)? {
-                    Some(now) if now.run_id == first.run_id && now.info == first.info => {
-                        if now.beat != first.beat {
-                            return Ok(now);
-                        }
-                    }
-                    // Replaced (a new run) or gone: look at the new one from the start.
-                    _ => {
-                        stale = false;
-                        break;
-                    }
-                }
-            }
-            if stale {
-                eprintln!(
-                    "{name}'s registry entry (run {:016x}, qpn {:#x}) is stale: its heartbeat \
-                     stood still for {} (a killed run's? it expires within {ENTRY_TTL_S} s); \
-                     waiting for a live one",
-                    first.run_id,
-                    first.info.qpn,
-                    crate::error::fmt_secs(LIVE_WINDOW)
-                );
-                self.wait_replaced(name, &first, left())?;
-            }
-        }
-    }
-
-    /// Waits until the entry under `name` is gone or differs from `old` (a stale entry expiring
-    /// or being replaced by a live one).
-    pub fn wait_replaced(&self, name: &str, old: &Entry, opts: WaitOptions) -> Result<()> {
-        self.wait(&format!("{name} (a new entry)"), opts, |r| {
-            Ok(r.lookup(name)?.is_none_or(|e| e != *old).then_some(()))
-        })
-    }
-
-    fn wait<T>(
+    pub(crate) fn wait<T>(
         &self,
         name: &str,
         opts: WaitOptions,
@@ -432,46 +379,6 @@ impl Registry {
         }))
     }
 
-    /// Meets the connected peer `peer`: publishes `info` as `me`, waits for `peer`'s entry, runs
-    /// `connect` on it (bring the QP to RTS there, and post what the peer's first message needs),
-    /// marks `me` ready, and waits until `peer` is marked ready by the same run as the entry we
-    /// connected to. Returns the peer's entry. The entry may still be a killed run's that has not
-    /// expired yet: check the connection itself before trusting it.
-    pub fn rendezvous(
-        &self,
-        me: &str,
-        peer: &str,
-        info: &QpInfo,
-        wait: WaitOptions,
-        connect: impl FnOnce(&QpInfo) -> Result<()>,
-    ) -> Result<Entry> {
-        self.publish(me, info)?;
-        let remote = self.wait_live(peer, wait).map_err(stale_hint)?;
-        connect(&remote.info)?;
-        self.publish_ready(me)?;
-        // Ready from the same run, and since the entry we connected to: a marker left by the
-        // peer's earlier attempt (before it reconnected) does not count.
-        self.wait(&format!("{peer} (ready)"), wait, |r| {
-            r.ready_run(peer, Some(remote.run_id), remote.published_ms)
-        })
-        .map_err(stale_hint)?;
-        Ok(remote)
-    }
-
-    /// Publishes a UD QP (`info`, already able to receive) and marks it ready in one step.
-    pub fn announce(&self, me: &str, info: &QpInfo) -> Result<()> {
-        self.publish(me, info)?;
-        self.publish_ready(me)
-    }
-
-    /// Waits for a UD peer's entry and for its readiness from the same run.
-    pub fn find_ready(&self, peer: &str, wait: WaitOptions) -> Result<Entry> {
-        let remote = self.wait_live(peer, wait).map_err(stale_hint)?;
-        self.wait_ready(peer, wait, Some(remote.run_id))
-            .map_err(stale_hint)?;
-        Ok(remote)
-    }
-
     /// Removes every key this registry handle published (done markers stay until they expire).
     pub fn unpublish_all(&self) {
         let keys = std::mem::take(&mut *self.published.lock().unwrap_or_else(|p| p.into_inner()));
@@ -495,18 +402,6 @@ fn silent(addr: &str, what: &str) -> Error {
         ANSWER_TIMEOUT,
         Some("is it memcached, and is it alive?"),
     )
-}
-
-/// A wait that timed out may have been a stale entry's doing: say what to check, keep the kind.
-fn stale_hint(e: Error) -> Error {
-    match e {
-        Error::Timeout { what, after, .. } => Error::Timeout {
-            what,
-            after,
-            hint: Some("is the peer running, with the same --run-name?"),
-        },
-        other => other,
-    }
 }
 
 impl Drop for Registry {
