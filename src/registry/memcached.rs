@@ -1,5 +1,5 @@
-//! The five memcached text-protocol commands the registry needs (set, get, touch, delete,
-//! version).
+//! The memcached text-protocol commands the registry needs (set, get, touch, delete, version;
+//! set and touch also without waiting for the answer).
 //! A hand-written subset, not a client crate: it is ~100 lines, has no TLS or async baggage, and
 //! bounds every read so a misbehaving server cannot make us allocate or block without limit.
 
@@ -102,17 +102,20 @@ impl Conn {
         }
     }
 
-    /// Pushes `key`'s expiry to `ttl_s` seconds from now; false when the key is gone.
-    pub(crate) fn touch(&mut self, key: &str, ttl_s: u32) -> io::Result<bool> {
+    /// Stores `value` under `key` without waiting for the answer (memcached's `noreply`): for the
+    /// once-a-second heartbeat, which must cost the posting thread as little as possible. A
+    /// registry that went away is noticed by the next command that reads.
+    pub(crate) fn set_noreply(&mut self, key: &str, value: &[u8], ttl_s: u32) -> io::Result<()> {
+        let mut req = format!("set {key} 0 {ttl_s} {} noreply\r\n", value.len()).into_bytes();
+        req.extend_from_slice(value);
+        req.extend_from_slice(b"\r\n");
+        self.writer.write_all(&req)
+    }
+
+    /// Pushes `key`'s expiry to `ttl_s` seconds from now, without waiting for the answer.
+    pub(crate) fn touch_noreply(&mut self, key: &str, ttl_s: u32) -> io::Result<()> {
         self.writer
-            .write_all(format!("touch {key} {ttl_s}\r\n").as_bytes())?;
-        match self.line()?.as_str() {
-            "TOUCHED" => Ok(true),
-            "NOT_FOUND" => Ok(false),
-            other => Err(protocol(format!(
-                "touch {key}: registry answered {other:?}"
-            ))),
-        }
+            .write_all(format!("touch {key} {ttl_s} noreply\r\n").as_bytes())
     }
 
     pub(crate) fn delete(&mut self, key: &str) -> io::Result<()> {

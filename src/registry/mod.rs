@@ -232,13 +232,16 @@ impl Registry {
                 Some(mut e) => {
                     e.beat = e.beat.wrapping_add(1);
                     self.with_conn(
-                        |c| c.set(&key, &encode(&e), ENTRY_TTL_S),
+                        |c| c.set_noreply(&key, &encode(&e), ENTRY_TTL_S),
                         "refreshing our entries",
                     )?;
                     self.remember(&key, Some(e));
                 }
                 None => {
-                    self.with_conn(|c| c.touch(&key, ENTRY_TTL_S), "refreshing our markers")?;
+                    self.with_conn(
+                        |c| c.touch_noreply(&key, ENTRY_TTL_S),
+                        "refreshing our markers",
+                    )?;
                 }
             }
         }
