@@ -14,9 +14,13 @@ use crate::error::{Error, Result};
 pub const ENTRY_TTL_S: u32 = 6;
 /// Seconds a done marker lives: long enough for passive peers to see it after we have left.
 pub(crate) const DONE_TTL_S: u32 = 60;
-/// How often the owner bumps its entries' heartbeat and pushes their expiry forward (a reader
-/// watches for [`super::LIVE_WINDOW`], over two periods; six chances per TTL).
+/// How often the owner bumps its entries' heartbeat and pushes their expiry forward while it
+/// waits in the registry, i.e. while peers may be watching the heartbeat to connect (a reader
+/// watches for [`super::LIVE_WINDOW`], over two periods).
 const REFRESH_EVERY: Duration = Duration::from_secs(1);
+/// The same from the report clock once setup is over: only the expiry matters then (three
+/// chances per TTL), and the request runs on the posting thread of one-thread runs.
+const REFRESH_RUNNING: Duration = Duration::from_secs(2);
 /// How often watched peers are looked up.
 const CHECK_EVERY: Duration = Duration::from_secs(2);
 /// How often [`tend`] does anything at all (its callers tick every 50 ms).
@@ -62,11 +66,16 @@ fn tending(r: &Registry) -> std::sync::MutexGuard<'_, Tending> {
     r.tending.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Pushes the expiry of `r`'s keys forward when a refresh is due.
+/// Bumps the heartbeat of `r`'s entries and pushes their expiry forward when a refresh is due
+/// (every second: the registry's own waits call this).
 pub(crate) fn refresh_if_due(r: &Registry) -> Result<()> {
+    refresh_every(r, REFRESH_EVERY)
+}
+
+fn refresh_every(r: &Registry, period: Duration) -> Result<()> {
     {
         let mut t = tending(r);
-        if t.last_refresh.is_some_and(|l| l.elapsed() < REFRESH_EVERY) {
+        if t.last_refresh.is_some_and(|l| l.elapsed() < period) {
             return Ok(());
         }
         t.last_refresh = Some(Instant::now());
@@ -92,7 +101,7 @@ pub fn tend() -> Result<()> {
         .filter_map(Weak::upgrade)
         .collect();
     for r in regs {
-        refresh_if_due(&r)?;
+        refresh_every(&r, REFRESH_RUNNING)?;
         check_peers(&r)?;
     }
     Ok(())
