@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::{env, pair, side, Side};
 use rdma_bench::hot::{
-    poll_exact, poll_one, Op, PollTimeout, RecvBatch, Remote, SendBatch, SendSpec,
+    poll_exact, poll_one, Op, PollTimeout, Postlist, RecvBatch, Remote, SendBatch, SendSpec,
     UnsignaledCounter, GRH_BYTES,
 };
 use rdma_bench::mem::{HugeBuffer, Placement};

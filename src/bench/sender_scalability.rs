@@ -16,7 +16,9 @@ use super::endpoint::{hello, idle_until_peer_done, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
 use crate::control::stop_requested;
 use crate::error::Result;
-use crate::hot::{Op, PollTimeout, RecvBatch, Remote, SendBatch, SendSpec, UnsignaledCounter};
+use crate::hot::{
+    Op, PollTimeout, Postlist, RecvBatch, Remote, SendBatch, SendSpec, UnsignaledCounter,
+};
 use crate::mem::HugeBuffer;
 use crate::registry::{Entry, PeerWatch, Registry};
 use crate::stats::{Counters, RunInfo};

@@ -46,13 +46,20 @@ pub trait Postlist: sealed::Sealed {
         self.len() == 0
     }
     /// Posts the whole postlist (one doorbell) on its QP, signaling as `counter` says and reaping
-    /// send completions first when its policy says so.
+    /// send completions first when its policy says so. Needs `len()` ≤ the counter's unsig_batch
+    /// (at most one signaled WR per postlist); costs O(1) per postlist.
+    #[inline(always)]
     fn post_selective(
         &mut self,
         qp: &mut QueuePair,
         counter: &mut UnsignaledCounter,
         timeout: PollTimeout,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        self.check_qp(qp)?;
+        counter.check_postlist(self.len() as u32)?;
+        // SAFETY: both checks passed just above.
+        unsafe { self.post_selective_unchecked(qp, counter, timeout) }
+    }
     #[doc(hidden)]
     fn check_qp(&self, qp: &QueuePair) -> Result<()>;
     /// Posts the whole postlist `times` times over, no WR signaled.
@@ -77,15 +84,6 @@ pub trait Postlist: sealed::Sealed {
 impl Postlist for SendBatch {
     fn len(&self) -> usize {
         SendBatch::len(self)
-    }
-    #[inline(always)]
-    fn post_selective(
-        &mut self,
-        qp: &mut QueuePair,
-        counter: &mut UnsignaledCounter,
-        timeout: PollTimeout,
-    ) -> Result<()> {
-        SendBatch::post_selective(self, qp, counter, timeout)
     }
     #[inline(always)]
     fn check_qp(&self, qp: &QueuePair) -> Result<()> {
@@ -118,15 +116,6 @@ impl Postlist for SendBatch {
 impl Postlist for WrBatch {
     fn len(&self) -> usize {
         WrBatch::len(self)
-    }
-    #[inline(always)]
-    fn post_selective(
-        &mut self,
-        qp: &mut QueuePair,
-        counter: &mut UnsignaledCounter,
-        timeout: PollTimeout,
-    ) -> Result<()> {
-        WrBatch::post_selective(self, qp, counter, timeout)
     }
     #[inline(always)]
     fn check_qp(&self, qp: &QueuePair) -> Result<()> {

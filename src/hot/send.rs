@@ -254,23 +254,6 @@ impl SendBatch {
         }
     }
 
-    /// Posts the chain with selective signaling: WRs are signaled as `counter` says, and send
-    /// completions are reaped first when its policy says the queue is full. Needs
-    /// `len()` ≤ the counter's unsig_batch (at most one signaled WR per postlist). Costs O(1) per
-    /// postlist: only the WR whose signaled flag changes is touched.
-    #[inline(always)]
-    pub fn post_selective(
-        &mut self,
-        qp: &mut QueuePair,
-        counter: &mut UnsignaledCounter,
-        timeout: PollTimeout,
-    ) -> Result<()> {
-        self.check_qp(qp)?;
-        counter.check_postlist(self.wrs.len() as u32)?;
-        // SAFETY: checked above.
-        unsafe { self.post_selective_unchecked(qp, counter, timeout) }
-    }
-
     /// # Safety
     /// `qp` passed [`check_qp`](Self::check_qp), and the counter's
     /// [`check_postlist`](UnsignaledCounter::check_postlist) accepted this batch's length.

@@ -79,21 +79,6 @@ impl WrBatch {
         Ok(())
     }
 
-    /// Posts the batch with selective signaling, as [`super::SendBatch::post_selective`].
-    /// Completions due are reaped before the batch is opened.
-    #[inline(always)]
-    pub fn post_selective(
-        &mut self,
-        qp: &mut QueuePair,
-        counter: &mut UnsignaledCounter,
-        timeout: PollTimeout,
-    ) -> Result<()> {
-        self.check_qp(qp)?;
-        counter.check_postlist(self.slots.len() as u32)?;
-        // SAFETY: checked above.
-        unsafe { self.post_selective_unchecked(qp, counter, timeout) }
-    }
-
     /// # Safety
     /// `qp` passed [`check_qp`](Self::check_qp), and the counter's
     /// [`check_postlist`](UnsignaledCounter::check_postlist) accepted this batch's length.
