@@ -18,6 +18,7 @@ case $1 in -h | --help) usage; exit 0 ;; esac
 bench=$1; shift
 case $bench in
   rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability | write-lat) ;;
+  ss-sequencer) ;;
   *) echo "run-local.sh: unknown benchmark '$bench'" >&2; exit 2 ;;
 esac
 
@@ -28,13 +29,22 @@ bin=${RDMA_BENCH_BIN_DIR:-$root/target/release}/$bench
 [ -x "$bin" ] || { echo "run-local.sh: $bin not built (cargo build --release)" >&2; exit 1; }
 command -v memcached >/dev/null || { echo "run-local.sh: memcached not installed (bench_scripts/softroce.sh setup)" >&2; exit 1; }
 
-# --duration D (or --duration=D) among the flags: the active side runs D seconds.
+# --duration D (or --duration=D) among the flags: the active side runs D seconds. Where the
+# server's thread count is a flag of its own (--num-server-threads), --num-threads goes to the
+# client only.
 duration=3
 args=()
+client_args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --duration) duration=$2; shift 2 ;;
     --duration=*) duration=${1#*=}; shift ;;
+    --num-threads | --num_threads)
+      case $bench in
+        ss-sequencer) client_args+=("$1" "$2") ;;
+        *) args+=("$1" "$2") ;;
+      esac
+      shift 2 ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -57,12 +67,12 @@ case $bench in
   rw-tput-receiver | ud-sender | ud-receiver | write-lat) server_d=$duration; client_d=$duration ;;
   *) server_d=$duration; client_d=$(python3 -c "print($duration + 30)") ;;
 esac
-[ "$bench" = rw-tput-receiver ] && { server_d=$(python3 -c "print($duration + 30)"); client_d=$duration; }
+case $bench in rw-tput-receiver | ss-sequencer) server_d=$(python3 -c "print($duration + 30)"); client_d=$duration ;; esac
 
 common=(--registry "127.0.0.1:$port" "${dev_args[@]}")
 "$bin" "${args[@]}" "${common[@]}" --duration "$server_d" > >(sed -u 's/^/[server] /') 2> >(sed -u 's/^/[server] /' >&2) &
 pids+=($!)
-"$bin" "${args[@]}" "${common[@]}" --is-client 1 --duration "$client_d" > >(sed -u 's/^/[client] /') 2> >(sed -u 's/^/[client] /' >&2) &
+"$bin" "${args[@]}" "${client_args[@]}" "${common[@]}" --is-client 1 --duration "$client_d" > >(sed -u 's/^/[client] /') 2> >(sed -u 's/^/[client] /' >&2) &
 pids+=($!)
 rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=$?; done

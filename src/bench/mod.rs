@@ -5,10 +5,13 @@ pub mod common;
 mod connected;
 pub mod endpoint;
 pub mod runner;
+pub mod seq_verify;
+pub mod ud_rpc;
 
 pub mod rw_allsig;
 pub mod rw_postlist_latency;
 pub mod rw_tput;
 pub mod sender_scalability;
+pub mod ss_sequencer;
 pub mod ud_tput;
 pub mod write_lat;

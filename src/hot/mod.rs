@@ -17,13 +17,17 @@
 mod poll;
 mod raw;
 mod recv;
+mod reply;
+mod request;
 mod send;
 mod signal;
 mod wr_batch;
 
 pub use crate::verbs::Op;
 pub use poll::{poll_exact, poll_one, PollTimeout};
-pub use recv::RecvBatch;
+pub use recv::{RecvBatch, RecvRing};
+pub use reply::{DestId, Payload, UdPostlist};
+pub use request::{RequestRegion, SlotLayout};
 pub use send::{Remote, SendBatch, SendSpec};
 pub use signal::{check_batching, BatchSlot, Reap, UnsignaledCounter};
 pub use wr_batch::WrBatch;

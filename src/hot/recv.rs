@@ -104,3 +104,123 @@ impl RecvBatch {
         }
     }
 }
+
+/// A ring of `n` receive WRs for one QP, each with its own buffer (slot `i` at
+/// `offset + i·stride`, `len` bytes), reposted in order with one `ibv_post_recv` per batch.
+///
+/// A QP's receive queue completes in posting order, so the `k` RECVs a poll returned are always
+/// the `k` oldest: reposting the `k` slots from the ring's head puts exactly those buffers back,
+/// and a slot is never posted twice. The WRs are linked in a circle; a repost cuts the circle
+/// after its last WR for the call and restores it after. `wr_id` is the slot index.
+pub struct RecvRing {
+    wrs: RawArray<sys::ibv_recv_wr>,
+    _sges: RawArray<sys::ibv_sge>,
+    qp_serial: u64,
+    /// The next slot to post.
+    head: usize,
+    /// [`fill`](Self::fill) ran.
+    filled: bool,
+    offset: usize,
+    stride: usize,
+}
+
+impl RecvRing {
+    /// Builds the ring (nothing is posted yet: [`fill`](Self::fill)).
+    pub fn new(
+        qp: &mut QueuePair,
+        mr: &Arc<MemoryRegion>,
+        n: usize,
+        len: u32,
+        offset: usize,
+        stride: usize,
+    ) -> Result<Self> {
+        if n == 0 {
+            return Err(Error::config("a receive ring needs at least one slot"));
+        }
+        if n as u64 > u64::from(qp.caps().max_recv_wr) {
+            return Err(Error::config(format!(
+                "a receive ring of {n} slots exceeds the QP's receive queue of {}",
+                qp.caps().max_recv_wr
+            )));
+        }
+        if stride < len as usize && n > 1 {
+            return Err(Error::config(format!(
+                "receive slots of {len} bytes overlap at stride {stride}"
+            )));
+        }
+        // Reuse the batch's bounds check and chain; then close the circle.
+        let batch = RecvBatch::new(qp, mr, n, len, offset, stride)?;
+        let RecvBatch {
+            wrs,
+            _sges,
+            qp_serial,
+        } = batch;
+        // SAFETY: both entries are in bounds; no reference to the array exists.
+        unsafe { (*wrs.at(n - 1)).next = wrs.at(0) };
+        Ok(RecvRing {
+            wrs,
+            _sges,
+            qp_serial,
+            head: 0,
+            filled: false,
+            offset,
+            stride,
+        })
+    }
+
+    /// Slots in the ring.
+    pub fn len(&self) -> usize {
+        self.wrs.len()
+    }
+    /// Never true.
+    pub fn is_empty(&self) -> bool {
+        self.wrs.len() == 0
+    }
+
+    /// Offset in the region of the slot a completion's `wr_id` names.
+    #[inline(always)]
+    pub fn slot_offset(&self, wr_id: u64) -> usize {
+        self.offset + (wr_id as usize % self.wrs.len()) * self.stride
+    }
+
+    /// Posts every slot (once, at the start).
+    pub fn fill(&mut self, qp: &mut QueuePair) -> Result<()> {
+        if self.filled {
+            return Err(Error::protocol("the receive ring is already posted"));
+        }
+        self.repost(qp, self.wrs.len())?;
+        self.filled = true;
+        Ok(())
+    }
+
+    /// Hands `k` completed slots back to the QP (the `k` oldest, see the type's docs) with one
+    /// `ibv_post_recv`.
+    #[inline(always)]
+    pub fn repost(&mut self, qp: &mut QueuePair, k: usize) -> Result<()> {
+        if qp.serial() != self.qp_serial {
+            return Err(Error::config("this ring was built for another QP"));
+        }
+        let n = self.wrs.len();
+        if k == 0 {
+            return Ok(());
+        }
+        if k > n {
+            return Err(Error::protocol(format!(
+                "cannot repost {k} slots of a {n}-slot ring"
+            )));
+        }
+        let last = (self.head + k - 1) % n;
+        // SAFETY: `head` and `last` are below n; the circle is cut after `last` for this call
+        // and restored after it; every SGE lies in the region this (the ring's) QP keeps alive.
+        let r = unsafe {
+            let last = self.wrs.at_unchecked(last);
+            let saved = std::mem::replace(&mut (*last).next, std::ptr::null_mut());
+            let r = qp.post_recv_chain(self.wrs.at_unchecked(self.head));
+            (*last).next = saved;
+            r
+        };
+        r?;
+        self.head = (self.head + k) % n;
+        Ok(())
+    }
+}

@@ -59,6 +59,10 @@ pub struct SendBatch {
     signaled_slot: u32,
     qp_serial: u64,
     mr: Arc<MemoryRegion>,
+    /// What [`retarget`](Self::retarget) checks against.
+    remote: Option<Remote>,
+    size: u32,
+    qp_type: QpType,
 }
 
 impl SendBatch {
@@ -127,6 +131,9 @@ impl SendBatch {
             signaled_slot: NO_SLOT,
             qp_serial: qp.serial(),
             mr: Arc::clone(mr),
+            remote,
+            size: spec.size,
+            qp_type: qp.qp_type(),
         })
     }
 
@@ -223,6 +230,70 @@ impl SendBatch {
         Ok(())
     }
 
+    /// Points WR `i` at `remote_offset` of the batch's remote buffer with operation `op` (READ,
+    /// WRITE or an atomic; atomics move 8 bytes, the others the batch's size): the paper's
+    /// clients that pick a random counter or request slot per operation. Checked against the
+    /// remote buffer's length, atomic alignment, the transport and the inline flag.
+    ///
+    /// # Panics
+    /// If `i` is not below [`len`](Self::len).
+    #[inline]
+    pub fn retarget(&mut self, i: usize, op: Op, remote_offset: u64) -> Result<()> {
+        let wr = self.wrs.at(i);
+        let Some(r) = self.remote else {
+            return Err(Error::config("this batch has no remote buffer to retarget in"));
+        };
+        let len = if op.is_atomic() { 8 } else { self.size };
+        let end = remote_offset.checked_add(u64::from(len));
+        if !op.is_remote()
+            || end.is_none_or(|e| r.len != 0 && e > r.len)
+            || (op.is_atomic()
+                && (r.addr.wrapping_add(remote_offset) % 8 != 0
+                    || self.qp_type != QpType::Rc
+                    || self.size < 8))
+            || (op.reads_into_local() && self.base_flags & F::IBV_SEND_INLINE.0 != 0)
+            || (op.reads_into_local() && self.qp_type != QpType::Rc)
+        {
+            return Err(retarget_refused(op, remote_offset, len, r.len));
+        }
+        let remote_addr = r.addr + remote_offset;
+        // SAFETY: in bounds (`at` checked); the array is reached through its base pointer; the
+        // local SGE keeps its address and its length is the batch's size or 8 (atomics, only when
+        // the size is at least 8), so it stays in the region; the remote range was checked above.
+        unsafe {
+            (*wr).opcode = op.opcode();
+            (*self.sges.at_unchecked(i)).length = len;
+            match op {
+                Op::FetchAdd(add) => {
+                    (*wr).wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+                        remote_addr,
+                        compare_add: add,
+                        swap: 0,
+                        rkey: r.rkey,
+                    }
+                }
+                Op::CmpSwap(cmp, swap) => {
+                    (*wr).wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+                        remote_addr,
+                        compare_add: cmp,
+                        swap,
+                        rkey: r.rkey,
+                    }
+                }
+                _ => {
+                    (*wr).wr.rdma = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
+                        remote_addr,
+                        rkey: r.rkey,
+                    }
+                }
+            }
+            if let Op::WriteImm(imm) = op {
+                (*wr).__bindgen_anon_1.imm_data = imm.to_be();
+            }
+        }
+        Ok(())
+    }
+
     /// Posts the whole chain with one `ibv_post_send`.
     #[inline(always)]
     pub fn post(&mut self, qp: &mut QueuePair) -> Result<()> {
@@ -304,6 +375,15 @@ impl SendBatch {
         }
         self.signaled_slot = want;
     }
+}
+
+#[cold]
+#[inline(never)]
+fn retarget_refused(op: Op, off: u64, len: u32, remote_len: u64) -> Error {
+    Error::config(format!(
+        "cannot point {op:?} at remote offset {off} (+{len} bytes) of a {remote_len}-byte buffer \
+         (transport, alignment, inline or bounds)"
+    ))
 }
 
 /// WR `i` of a batch, before its SGE pointer and link are set.

@@ -104,6 +104,29 @@ unsafe impl DmaBuffer for ShmBuffer {
     }
 }
 
+/// The byte at `p` as an atomic: all CPU access to memory a NIC or another process writes goes
+/// through atomics, so threads sharing it never race (DMA is outside the memory model).
+///
+/// Callers pass a pointer into live memory they have bounds-checked.
+#[inline(always)]
+pub(crate) fn atomic_u8_at<'a>(p: *mut u8) -> &'a std::sync::atomic::AtomicU8 {
+    // SAFETY: callers pass a pointer into live, bounds-checked memory; AtomicU8 has the size and
+    // alignment of u8; the reference lives for one load or store.
+    unsafe { std::sync::atomic::AtomicU8::from_ptr(p) }
+}
+
+/// The 8-byte word at `p` as an atomic (see [`atomic_u8_at`]).
+///
+/// # Panics
+/// If `p` is not 8-byte aligned.
+#[inline(always)]
+pub(crate) fn atomic_u64_at<'a>(p: *mut u8) -> &'a std::sync::atomic::AtomicU64 {
+    assert!(p as usize % 8 == 0, "unaligned 8-byte word at {p:p}");
+    // SAFETY: callers pass a pointer to 8 live, bounds-checked bytes; aligned (checked above);
+    // the reference lives for one load or store.
+    unsafe { std::sync::atomic::AtomicU64::from_ptr(p.cast::<u64>()) }
+}
+
 pub(crate) fn round_up(n: usize, to: usize) -> usize {
     n.div_ceil(to) * to
 }

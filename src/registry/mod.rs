@@ -16,10 +16,12 @@
 pub mod exchange;
 mod live;
 mod meet;
+mod result;
 mod memcached;
 mod wire;
 
 pub use live::{tend, PeerWatch, ENTRY_TTL_S};
+pub use result::ResultRecord;
 pub use wire::{decode, encode, Entry, VALUE_LEN};
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -180,7 +182,7 @@ impl Registry {
         self.run_id
     }
 
-    fn key(&self, name: &str) -> Result<String> {
+    pub(crate) fn key(&self, name: &str) -> Result<String> {
         let k = format!("{}{name}", self.prefix);
         check_key(&k)?;
         Ok(k)

@@ -3,9 +3,11 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{defaults, Port, ProtectionDomain, QpInfo};
+use super::{defaults, Port, ProtectionDomain, QpInfo, WorkCompletion};
 use crate::error::{Error, Result};
 use crate::sys;
+
+const _: () = assert!(std::mem::size_of::<sys::ibv_grh>() == 40);
 
 /// An `ibv_ah`: how to reach one UD peer (LID on InfiniBand, GID with GRH on RoCE). Shared as an
 /// `Arc`: a UD QP that posts a SEND through it keeps a clone until the QP is destroyed.
@@ -31,6 +33,28 @@ impl AddressHandle {
         // SAFETY: the PD is alive and `attr` is fully initialised.
         let raw = unsafe { sys::ibv_create_ah(pd.as_raw(), &mut attr) };
         let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_ah"))?;
+        Ok(Arc::new(AddressHandle {
+            raw,
+            _pd: Arc::clone(pd),
+        }))
+    }
+
+    /// An AH back to the sender of a UD receive completion `wc` (`ibv_create_ah_from_wc`):
+    /// `grh` is a copy of the 40 bytes the receive buffer started with (the GRH, or on RoCE v2
+    /// over IPv4 the IPv4 header in its last 20 bytes).
+    pub fn reply_to(
+        pd: &Arc<ProtectionDomain>,
+        port: &Port,
+        wc: &WorkCompletion,
+        grh: &[u8; 40],
+    ) -> Result<Arc<AddressHandle>> {
+        let mut wc_copy = *wc.as_raw();
+        // SAFETY: `ibv_grh` is 40 plain bytes (no padding, any bit pattern valid).
+        let mut grh_copy: sys::ibv_grh = unsafe { std::mem::transmute_copy(grh) };
+        // SAFETY: the PD is alive; the wc and GRH are local copies, only read during the call.
+        let raw =
+            unsafe { sys::ibv_create_ah_from_wc(pd.as_raw(), &mut wc_copy, &mut grh_copy, port.num()) };
+        let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_ah_from_wc"))?;
         Ok(Arc::new(AddressHandle {
             raw,
             _pd: Arc::clone(pd),

@@ -120,6 +120,15 @@ impl WorkCompletion {
     pub fn src_qp(&self) -> u32 {
         self.0.src_qp
     }
+    /// Source LID (UD receives on InfiniBand).
+    #[inline(always)]
+    pub fn slid(&self) -> u16 {
+        self.0.slid
+    }
+    /// The raw `ibv_wc`.
+    pub(crate) fn as_raw(&self) -> &sys::ibv_wc {
+        &self.0
+    }
     /// `Ok(self)` on success, else a typed [`Error::Completion`].
     #[inline(always)]
     pub fn result(&self) -> Result<&Self> {
