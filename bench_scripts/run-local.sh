@@ -18,7 +18,7 @@ case $1 in -h | --help) usage; exit 0 ;; esac
 bench=$1; shift
 case $bench in
   rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability | write-lat) ;;
-  ss-sequencer) ;;
+  ss-sequencer | atomics-sequencer) ;;
   *) echo "run-local.sh: unknown benchmark '$bench'" >&2; exit 2 ;;
 esac
 
@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
     --duration=*) duration=${1#*=}; shift ;;
     --num-threads | --num_threads)
       case $bench in
-        ss-sequencer) client_args+=("$1" "$2") ;;
+        ss-sequencer | atomics-sequencer) client_args+=("$1" "$2") ;;
         *) args+=("$1" "$2") ;;
       esac
       shift 2 ;;
@@ -67,7 +67,7 @@ case $bench in
   rw-tput-receiver | ud-sender | ud-receiver | write-lat) server_d=$duration; client_d=$duration ;;
   *) server_d=$duration; client_d=$(python3 -c "print($duration + 30)") ;;
 esac
-case $bench in rw-tput-receiver | ss-sequencer) server_d=$(python3 -c "print($duration + 30)"); client_d=$duration ;; esac
+case $bench in rw-tput-receiver | ss-sequencer | atomics-sequencer) server_d=$(python3 -c "print($duration + 30)"); client_d=$duration ;; esac
 
 common=(--registry "127.0.0.1:$port" "${dev_args[@]}")
 "$bin" "${args[@]}" "${common[@]}" --duration "$server_d" > >(sed -u 's/^/[server] /') 2> >(sed -u 's/^/[server] /' >&2) &

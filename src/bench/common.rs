@@ -48,8 +48,8 @@ pub struct CommonArgs {
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
     /// libhrd's port index: the N-th ACTIVE port across all devices (with --device: that device's
-    /// N-th port)
-    #[arg(long, alias = "port_index", default_value_t = 0, value_name = "N")]
+    /// N-th port). The multi-port benchmarks call it --base-port-index
+    #[arg(long, aliases = ["port_index", "base-port-index", "base_port_index"], default_value_t = 0, value_name = "N")]
     pub port_index: usize,
     /// GID index for RoCE [default: the port's RoCE v2 IPv4-mapped GID]
     #[arg(long, alias = "gid_index", value_name = "N")]

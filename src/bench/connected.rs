@@ -129,6 +129,7 @@ pub(crate) fn connect_pair(s: &Connected<'_>, global_id: usize) -> Result<Pair> 
         buf_size: s.buf_size,
         fill: fill_byte(s.active, global_id),
         ex: s.wr_api,
+        access: None,
     };
     let port = common.open_port(port_index_for(common, s.topo.dual_port, global_id))?;
     let reg = common.registry()?;

@@ -59,6 +59,9 @@ pub struct EndpointSpec {
     pub fill: u8,
     /// Make the QP with `ibv_create_qp_ex`, enabling the `ibv_wr_*` post path.
     pub ex: bool,
+    /// The buffer's access flags [default: what the transport allows peers: RC everything, UC
+    /// WRITE, UD none].
+    pub access: Option<Access>,
 }
 
 impl Endpoint {
@@ -78,7 +81,7 @@ impl Endpoint {
         } else {
             QueuePair::new(&pd, port, &cq, &cq, spec.qp_type, caps)?
         };
-        let access = match spec.qp_type {
+        let access = spec.access.unwrap_or(match spec.qp_type {
             QpType::Rc => {
                 Access::LOCAL_WRITE
                     | Access::REMOTE_WRITE
@@ -87,7 +90,7 @@ impl Endpoint {
             }
             QpType::Uc => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             QpType::Ud => Access::LOCAL_WRITE,
-        };
+        });
         let mr = MemoryRegion::register(&pd, HugeBuffer::new(spec.buf_size, place)?, access)?;
         mr.fill(spec.fill);
         Ok(Endpoint { qp, mr, pd })
@@ -131,15 +134,7 @@ impl Endpoint {
         wait: WaitOptions,
     ) -> Result<Entry> {
         let info = self.info();
-        let (qp, mr) = (&mut self.qp, &self.mr);
-        let mut recv = RecvBatch::new(qp, mr, 1, 0, 0, 0)?;
-        let remote = reg.rendezvous(me, peer, &info, wait, |r| {
-            qp.connect(r)?;
-            // Before we say "ready": the peer's hello may follow at once.
-            recv.post(qp, 1)
-        })?;
-        hello(qp, mr, reg.run_id(), peer, &remote, wait)?;
-        Ok(remote)
+        connect_qp(&mut self.qp, &self.mr, &info, reg, me, peer, wait)
     }
 
     /// Makes an endpoint on `port` and meets `peer` with it.
@@ -157,6 +152,28 @@ impl Endpoint {
         let remote = ep.rendezvous(reg, me, peer, wait)?;
         Ok((ep, remote))
     }
+}
+
+/// Meets the connected peer `peer` as `me` for a QP that exposes `info` (see
+/// [`Registry::rendezvous`], which connects only to an entry whose heartbeat moves), then checks
+/// the connection itself ([`hello`]). `mr` is any region of the QP's PD (the hello moves no bytes).
+pub fn connect_qp(
+    qp: &mut QueuePair,
+    mr: &Arc<MemoryRegion>,
+    info: &QpInfo,
+    reg: &Registry,
+    me: &str,
+    peer: &str,
+    wait: WaitOptions,
+) -> Result<Entry> {
+    let mut recv = RecvBatch::new(qp, mr, 1, 0, 0, 0)?;
+    let remote = reg.rendezvous(me, peer, info, wait, |r| {
+        qp.connect(r)?;
+        // Before we say "ready": the peer's hello may follow at once.
+        recv.post(qp, 1)
+    })?;
+    hello(qp, mr, reg.run_id(), peer, &remote, wait)?;
+    Ok(remote)
 }
 
 /// How long a connected peer has to answer the hello once both sides said "ready".

@@ -1,6 +1,7 @@
 //! One module per benchmark of the paper (same names as the original's directories), each a clap
 //! `Args` struct and a `run(args)`; the pieces they share live in `common`, `endpoint` and `runner`.
 
+pub mod atomics_sequencer;
 pub mod common;
 mod connected;
 pub mod endpoint;

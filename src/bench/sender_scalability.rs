@@ -175,6 +175,7 @@ fn client(a: &Args, global_id: usize) -> Result<()> {
             buf_size: a.buf_size,
             fill: fill_byte(false, global_id),
             ex: false,
+            access: None,
         };
         let me = format!("client-{global_id}-{s}");
         let peer = format!("server-{s}-{global_id}");

@@ -82,7 +82,10 @@ pub fn check_totals(
     for name in clients {
         let rec = loop {
             match reg.lookup_result(name)? {
-                Some(r) if r.get("server_run").is_some_and(|s| server_runs.contains(&s)) => {
+                Some(r)
+                    if r.get("server_run")
+                        .is_some_and(|s| server_runs.contains(&s)) =>
+                {
                     break Some(r)
                 }
                 _ if Instant::now() >= deadline => break None,
@@ -125,7 +128,8 @@ mod tests {
         let mut dup = hash_of_range(999);
         dup = dup.wrapping_add(mix(5));
         assert_ne!(real, dup);
-        let split = (0..500).fold(0u64, |h, v| h.wrapping_add(mix(v)))
+        let split = (0..500)
+            .fold(0u64, |h, v| h.wrapping_add(mix(v)))
             .wrapping_add((500..1000).fold(0u64, |h, v| h.wrapping_add(mix(v))));
         assert_eq!(real, split);
     }
@@ -139,7 +143,10 @@ mod tests {
         assert!(t.check("c").is_ok());
         t.record(2, 5);
         let e = t.check("client-0").unwrap_err().to_string();
-        assert!(e.contains("value 5 from reply QP 0x2 is not greater"), "{e}");
+        assert!(
+            e.contains("value 5 from reply QP 0x2 is not greater"),
+            "{e}"
+        );
         assert_eq!(t.count, 4);
     }
 }

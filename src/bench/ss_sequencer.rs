@@ -210,11 +210,14 @@ fn server(
         let base = seq.fetch_add(n as u64, Ordering::Relaxed);
         for (i, wc) in wcs[..n].iter().enumerate() {
             wc.result()?;
-            let dest = rpc.out.dest_of(wc, &rpc.recv_mr, rpc.ring.slot_offset(wc.wr_id()))?;
+            let dest = rpc
+                .out
+                .dest_of(wc, &rpc.recv_mr, rpc.ring.slot_offset(wc.wr_id()))?;
             let v = base + i as u64;
             // The client guessed the upper half right: the immediate alone carries the value.
             if wc.imm_data() == Some((v >> 32) as u32) {
-                rpc.out.push(dest, wc.src_qp(), Some(v as u32), Payload::None)?;
+                rpc.out
+                    .push(dest, wc.src_qp(), Some(v as u32), Payload::None)?;
             } else {
                 rpc.out.push(dest, wc.src_qp(), None, Payload::U64(v))?;
             }
@@ -238,13 +241,7 @@ fn server(
     publish_done(reg, &me)
 }
 
-fn client(
-    a: &Args,
-    reg: &Arc<Registry>,
-    id: usize,
-    t: usize,
-    counters: &Counters,
-) -> Result<()> {
+fn client(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters) -> Result<()> {
     let server = id % a.num_server_threads;
     let port = port_for(a, server)?;
     let window = a.postlist as usize;
@@ -297,10 +294,14 @@ fn client(
     }
     counters.stop(t);
     // The replies to the requests still out: the server answers every request it received.
-    rpc.drain_replies(window, PollTimeout(std::time::Duration::from_secs(5)), |rpc, wc| {
-        take_value(&mut hi, &mut track, a.common.verify, rpc, wc);
-        Ok(())
-    })?;
+    rpc.drain_replies(
+        window,
+        PollTimeout(std::time::Duration::from_secs(5)),
+        |rpc, wc| {
+            take_value(&mut hi, &mut track, a.common.verify, rpc, wc);
+            Ok(())
+        },
+    )?;
     rpc.out.drain()?;
     if a.common.verify {
         track.check(&me)?;

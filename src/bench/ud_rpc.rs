@@ -52,7 +52,12 @@ pub struct UdRpc {
 
 impl UdRpc {
     /// Makes the QPs, regions and ring on `port`; nothing is posted yet ([`Self::fill`]).
-    pub fn new(port: &Port, spec: UdRpcSpec, place: Placement, counter: UnsignaledCounter) -> Result<Self> {
+    pub fn new(
+        port: &Port,
+        spec: UdRpcSpec,
+        place: Placement,
+        counter: UnsignaledCounter,
+    ) -> Result<Self> {
         let stride = (GRH_BYTES + spec.recv_payload).next_multiple_of(SLOT_STRIDE);
         let pd = ProtectionDomain::new(port.context())?;
         let recv_cq = CompletionQueue::new(port.context(), spec.recv_slots as u32)?;
@@ -66,14 +71,25 @@ impl UdRpc {
                 max_recv_sge: 1,
                 max_inline_data: spec.max_inline,
             };
-            qps.push(QueuePair::new(&pd, port, &send_cq, &recv_cq, QpType::Ud, caps)?);
+            qps.push(QueuePair::new(
+                &pd,
+                port,
+                &send_cq,
+                &recv_cq,
+                QpType::Ud,
+                caps,
+            )?);
         }
         let send_mr = MemoryRegion::register(
             &pd,
-            HugeBuffer::new((spec.max_postlist * spec.send_payload.max(8).next_multiple_of(8)).max(64), place)?,
+            HugeBuffer::new(
+                (spec.max_postlist * spec.send_payload.max(8).next_multiple_of(8)).max(64),
+                place,
+            )?,
             Access::LOCAL_WRITE,
         )?;
-        let mut out = UdPostlist::new(qps, &send_mr, spec.max_postlist, spec.send_payload, counter)?;
+        let mut out =
+            UdPostlist::new(qps, &send_mr, spec.max_postlist, spec.send_payload, counter)?;
         let recv_mr = MemoryRegion::register(
             &pd,
             HugeBuffer::new(spec.recv_slots * stride, place)?,

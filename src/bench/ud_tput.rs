@@ -159,6 +159,7 @@ fn run(bench: Bench, a: &UdArgs) -> Result<()> {
             buf_size: 4096,
             fill: fill_byte(sending, global_id),
             ex: false,
+            access: None,
         };
         let port = a
             .common

@@ -120,7 +120,10 @@ impl UdPostlist {
             }
         }
         let stride = slot_bytes.max(8).next_multiple_of(8);
-        if max_postlist.checked_mul(stride).is_none_or(|e| e > mr.len()) {
+        if max_postlist
+            .checked_mul(stride)
+            .is_none_or(|e| e > mr.len())
+        {
             return bad(format!(
                 "{max_postlist} reply slots of {slot_bytes} bytes do not fit the {}-byte region",
                 mr.len()

@@ -146,6 +146,11 @@ impl SendBatch {
         self.wrs.len() == 0
     }
 
+    /// The remote buffer the batch targets, if any.
+    pub fn remote(&self) -> Option<Remote> {
+        self.remote
+    }
+
     /// Refuses a QP other than the one the batch was built for (whose keep-alive list holds the
     /// batch's region and AHs).
     #[inline(always)]
@@ -241,7 +246,9 @@ impl SendBatch {
     pub fn retarget(&mut self, i: usize, op: Op, remote_offset: u64) -> Result<()> {
         let wr = self.wrs.at(i);
         let Some(r) = self.remote else {
-            return Err(Error::config("this batch has no remote buffer to retarget in"));
+            return Err(Error::config(
+                "this batch has no remote buffer to retarget in",
+            ));
         };
         let len = if op.is_atomic() { 8 } else { self.size };
         let end = remote_offset.checked_add(u64::from(len));

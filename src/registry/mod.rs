@@ -16,8 +16,8 @@
 pub mod exchange;
 mod live;
 mod meet;
-mod result;
 mod memcached;
+mod result;
 mod wire;
 
 pub use live::{tend, PeerWatch, ENTRY_TTL_S};

@@ -52,8 +52,9 @@ impl AddressHandle {
         // SAFETY: `ibv_grh` is 40 plain bytes (no padding, any bit pattern valid).
         let mut grh_copy: sys::ibv_grh = unsafe { std::mem::transmute_copy(grh) };
         // SAFETY: the PD is alive; the wc and GRH are local copies, only read during the call.
-        let raw =
-            unsafe { sys::ibv_create_ah_from_wc(pd.as_raw(), &mut wc_copy, &mut grh_copy, port.num()) };
+        let raw = unsafe {
+            sys::ibv_create_ah_from_wc(pd.as_raw(), &mut wc_copy, &mut grh_copy, port.num())
+        };
         let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_ah_from_wc"))?;
         Ok(Arc::new(AddressHandle {
             raw,

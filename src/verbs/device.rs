@@ -131,6 +131,11 @@ impl Context {
         Ok(attr)
     }
 
+    /// Whether the device executes RDMA atomics (`atomic_cap` is not `IBV_ATOMIC_NONE`).
+    pub fn supports_atomics(&self) -> Result<bool> {
+        Ok(self.query_device()?.atomic_cap != sys::IBV_ATOMIC_NONE)
+    }
+
     /// Number of physical ports.
     pub fn port_count(&self) -> Result<u8> {
         Ok(self.query_device()?.phys_port_cnt)

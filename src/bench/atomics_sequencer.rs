@@ -1,0 +1,425 @@
+//! atomics-sequencer: RDMA atomics on an array of 8-byte counters in the server's memory, and
+//! the DrTM-KV emulation (READs plus atomics).
+//!
+//! One server thread registers `buf-size` bytes (SysV key `shm-key`, as the original) and
+//! connects `qps-per-client` RC QPs to each of `num-clients` client threads. Each client posts
+//! postlists of FETCH_AND_ADD(1) on counter `index·stride` (a random index, or always 0 with
+//! `--use-random 0`: the atomics-based sequencer), alternating between its QPs. With
+//! `--emulate-drtm 1` an operation is an atomic (at `+24`, DrTM's lock word) with probability
+//! `2U / (100 + U)` and otherwise a 64-byte READ (U = `--update-percentage`): two atomics per
+//! PUT, one READ per GET. The server's buffer allows remote atomics (and READs only for DrTM);
+//! the clients' buffers allow nothing remote.
+
+use std::sync::Arc;
+
+use clap::Parser;
+
+use super::common::{flag01, require, CommonArgs, QueueArgs, Topology};
+use super::endpoint::{connect_qp, idle_until_peer_done, publish_done, Endpoint, EndpointSpec};
+use super::runner::{run_threads, Role};
+use super::seq_verify::mix;
+use crate::control::stop_requested;
+use crate::error::{Error, Result};
+use crate::hot::{poll_one, Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec};
+use crate::mem::ShmBuffer;
+use crate::registry::Registry;
+use crate::stats::{Counters, RunInfo};
+use crate::verbs::{
+    Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpType, QueuePair,
+};
+
+/// DrTM's atomic field inside a 64-byte key-value slot (16-byte key, then version and lock).
+const DRTM_ATOMIC_OFFSET: u64 = 24;
+
+/// atomics-sequencer's command line.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "atomics-sequencer",
+    version,
+    args_override_self = true,
+    about = "RDMA atomics on an array of counters, an atomics-based sequencer (--use-random 0), \
+or DrTM-KV's READ/atomic mix (ATC'16 rdma_bench)"
+)]
+pub struct Args {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub topo: Topology,
+    /// Clients: WRs per doorbell
+    #[arg(long, default_value_t = 16)]
+    pub postlist: u32,
+    /// Server ports (the server makes QPs on ports base-port-index ..+N)
+    #[arg(long, alias = "num_server_ports", default_value_t = 1)]
+    pub num_server_ports: usize,
+    /// Client ports (client t uses port base-port-index + t mod N)
+    #[arg(long, alias = "num_client_ports", default_value_t = 1)]
+    pub num_client_ports: usize,
+    /// Bytes of counters at the server (kAppBufSize)
+    #[arg(long, alias = "buf_size", default_value_t = 1 << 30)]
+    pub buf_size: usize,
+    /// Counters (and DrTM slots) are this many bytes apart (kAppStrideSize)
+    #[arg(long, default_value_t = 64)]
+    pub stride: usize,
+    /// 1: a random counter per operation; 0: all clients on counter 0, the atomics-based
+    /// sequencer (kAppUseRandom)
+    #[arg(long, alias = "use_random", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub use_random: bool,
+    /// 1: emulate DrTM-KV with READs and atomics (kAppEmulateDrTM)
+    #[arg(long, alias = "emulate_drtm", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub emulate_drtm: bool,
+    /// DrTM: percentage of PUTs (kAppUpdatePercentage)
+    #[arg(long, alias = "update_percentage", default_value_t = 10)]
+    pub update_percentage: u64,
+    /// Client threads in the run; the server waits for all of them (kAppNumClients)
+    #[arg(long, alias = "num_clients", default_value_t = 32)]
+    pub num_clients: usize,
+    /// RC QPs per client thread (kAppQPsPerClient)
+    #[arg(long, alias = "qps_per_client", default_value_t = 2)]
+    pub qps_per_client: usize,
+    /// Largest postlist accepted (kAppMaxPostlist)
+    #[arg(long, alias = "max_postlist", default_value_t = 64)]
+    pub max_postlist: u32,
+    /// SysV key of the server's buffer (kAppServerSHMKey)
+    #[arg(long, alias = "shm_key", default_value_t = 24)]
+    pub shm_key: i32,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub queue: QueueArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+}
+
+/// The checks that refuse a run before anything is made.
+pub fn validate(a: &Args) -> Result<()> {
+    a.common.check()?;
+    a.topo.check()?;
+    a.queue.check(a.postlist, a.max_postlist)?;
+    require(a.num_server_ports >= 1 && a.num_client_ports >= 1, || {
+        "num-server-ports and num-client-ports must be at least 1".into()
+    })?;
+    require(a.num_clients >= 1 && a.qps_per_client >= 1, || {
+        "num-clients and qps-per-client must be at least 1".into()
+    })?;
+    require(a.stride >= 8 && a.stride % 8 == 0, || {
+        format!(
+            "stride {} must be a positive multiple of 8 (atomics are 8-byte aligned)",
+            a.stride
+        )
+    })?;
+    require(a.buf_size >= a.stride, || {
+        format!(
+            "buf-size {} is smaller than one stride ({})",
+            a.buf_size, a.stride
+        )
+    })?;
+    require(a.update_percentage <= 100, || {
+        format!("update-percentage {} is above 100", a.update_percentage)
+    })?;
+    if a.emulate_drtm {
+        require(a.stride >= 64, || {
+            format!(
+                "DrTM emulation READs 64-byte slots: stride {} must be at least 64",
+                a.stride
+            )
+        })?;
+        require(a.use_random, || {
+            "DrTM emulation needs --use-random 1 (one slot per key)".into()
+        })?;
+    }
+    if a.topo.is_client {
+        let last = a.topo.first_id() + a.topo.threads() - 1;
+        require(last < a.num_clients, || {
+            format!(
+                "client {last} (machine-id {} × num-threads {} + t) is beyond num-clients {}",
+                a.topo.machine_id,
+                a.topo.threads(),
+                a.num_clients
+            )
+        })?;
+    } else {
+        require(a.topo.num_threads.is_none(), || {
+            "the server runs one thread; --num-threads is for clients".into()
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs atomics-sequencer.
+pub fn run(a: Args) -> Result<()> {
+    validate(&a)?;
+    let reg = a.common.registry()?;
+    let first_id = a.topo.first_id();
+    let info = RunInfo {
+        bench: "atomics-sequencer",
+        role: a.topo.role_name(),
+        op: if a.emulate_drtm { "DRTM" } else { "FETCH_ADD" },
+        size: 8,
+        postlist: u64::from(a.postlist),
+        first_id,
+        json: a.common.json,
+    };
+    if a.topo.is_client {
+        println!("main: Using {} threads", a.topo.threads());
+        run_threads(
+            info,
+            Role::Counting,
+            a.topo.threads(),
+            &a.common,
+            |t, counters| client(&a, &reg, first_id + t, t, counters),
+        )?;
+    } else {
+        println!("main: Using 1 threads");
+        run_threads(info, Role::Passive, 1, &a.common, |_, _| server(&a, &reg))?;
+    }
+    Ok(())
+}
+
+/// Refuses a device without atomics, by name.
+fn need_atomics(port: &Port) -> Result<()> {
+    require(port.context().supports_atomics()?, || {
+        format!(
+            "device {} does not support RDMA atomics (atomic_cap is IBV_ATOMIC_NONE)",
+            port.context().name()
+        )
+    })
+}
+
+/// The counter word of slot `index`.
+fn counter_offset(a: &Args, index: u64) -> u64 {
+    index * a.stride as u64
+        + if a.emulate_drtm {
+            DRTM_ATOMIC_OFFSET
+        } else {
+            0
+        }
+}
+
+fn server(a: &Args, reg: &Arc<Registry>) -> Result<()> {
+    let access = Access::LOCAL_WRITE
+        | Access::REMOTE_ATOMIC
+        | if a.emulate_drtm {
+            Access::REMOTE_READ
+        } else {
+            Access::NONE
+        };
+    // One SysV segment (the original's key) seen by every port's PD: port 0 creates it, the
+    // other ports attach it again.
+    let mut ports = Vec::new();
+    for p in 0..a.num_server_ports {
+        let port = a.common.open_port(a.common.port_index + p)?;
+        need_atomics(&port)?;
+        let pd = ProtectionDomain::new(port.context())?;
+        let buf = if p == 0 {
+            ShmBuffer::create(a.shm_key, a.buf_size, a.common.placement())?
+        } else {
+            ShmBuffer::attach(a.shm_key, a.buf_size)?
+        };
+        let mr = MemoryRegion::register(&pd, buf, access)?;
+        if p == 0 {
+            mr.fill(0);
+        }
+        let qps = a.num_clients * a.qps_per_client;
+        let cq = CompletionQueue::new(port.context(), (2 * qps as u32).max(16))?;
+        ports.push((port, pd, cq, mr));
+    }
+    let mut qps = Vec::new();
+    let mut client_runs = Vec::new();
+    for c in 0..a.num_clients {
+        let (port, pd, cq, mr) = &ports[c % a.num_server_ports];
+        for j in 0..a.qps_per_client {
+            let caps = QpCaps {
+                max_send_wr: 2,
+                max_recv_wr: 1,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            };
+            let mut qp = QueuePair::new(pd, port, cq, cq, QpType::Rc, caps)?;
+            let me = format!(
+                "server-{}-{}",
+                c % a.num_server_ports,
+                c * a.qps_per_client + j
+            );
+            let info = qp.info(Some(mr));
+            let remote = connect_qp(
+                &mut qp,
+                mr,
+                &info,
+                reg,
+                &me,
+                &format!("client-{c}-{j}"),
+                a.common.wait(),
+            )?;
+            if j == 0 {
+                client_runs.push(remote.run_id);
+            }
+            qps.push(qp);
+        }
+        println!(
+            "main: Server connected client {c} ({} QPs)",
+            a.qps_per_client
+        );
+    }
+    for (c, run) in client_runs.iter().enumerate() {
+        idle_until_peer_done(reg, &format!("client-{c}"), *run)?;
+    }
+    let mr = &ports[0].3;
+    let slots = (a.buf_size / a.stride) as u64;
+    let total = (0..slots)
+        .filter(|&i| counter_offset(a, i) + 8 <= a.buf_size as u64)
+        .fold(0u64, |s, i| {
+            s.wrapping_add(mr.load_u64(counter_offset(a, i) as usize))
+        });
+    println!("main: Counter = {total} (sum of all counters)");
+    if a.common.verify && !stop_requested() {
+        let mut atomics = 0u64;
+        for c in 0..a.num_clients {
+            let rec = reg
+                .lookup_result(&format!("client-{c}"))?
+                .filter(|r| r.get("server_run") == Some(reg.run_id()))
+                .ok_or_else(|| Error::Verify(format!("client {c} did not report its atomics")))?;
+            atomics += rec.get("atomics").unwrap_or(0);
+        }
+        if total != atomics {
+            return Err(Error::Verify(format!(
+                "the counters add up to {total}, but the clients completed {atomics} FETCH_AND_ADD(1)s"
+            )));
+        }
+        println!("main: verify ok: the counters add up to the {atomics} FETCH_AND_ADDs the clients completed");
+    }
+    drop(qps);
+    Ok(())
+}
+
+/// libhrd's hrd_fastrand: a 64-bit LCG, upper half out.
+#[inline(always)]
+fn fastrand(seed: &mut u64) -> u32 {
+    *seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+    (*seed >> 32) as u32
+}
+
+fn client(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters) -> Result<()> {
+    let port = a
+        .common
+        .open_port(a.common.port_index + id % a.num_client_ports)?;
+    need_atomics(&port)?;
+    let spec = EndpointSpec {
+        qp_type: QpType::Rc,
+        queue_depth: a.queue.queue_depth,
+        recv_depth: 1,
+        max_inline: 0,
+        buf_size: 4096,
+        fill: 0,
+        ex: false,
+        // READ data and atomics' old values land here; nothing remote comes in.
+        access: Some(Access::LOCAL_WRITE),
+    };
+    let mut eps = Vec::new();
+    let mut batches = Vec::new();
+    let mut server_run = 0;
+    let me = format!("client-{id}");
+    for j in 0..a.qps_per_client {
+        let peer = format!(
+            "server-{}-{}",
+            id % a.num_server_ports,
+            id * a.qps_per_client + j
+        );
+        let (mut ep, remote) = Endpoint::meet(
+            &port,
+            spec,
+            a.common.placement(),
+            reg,
+            &format!("{me}-{j}"),
+            &peer,
+            a.common.wait(),
+        )?;
+        server_run = remote.run_id;
+        let remote = Remote {
+            addr: remote.info.buf_addr,
+            rkey: remote.info.rkey,
+            len: remote.info.buf_size,
+        };
+        let (op, size) = if a.emulate_drtm {
+            (Op::Read, 64)
+        } else {
+            (Op::FetchAdd(1), 8)
+        };
+        let send = SendSpec {
+            op,
+            postlist: a.postlist as usize,
+            size,
+            stride: 0,
+            local_offset: 0,
+            remote_offset: 0,
+            inline: false,
+        };
+        let (qp, mr) = ep.parts();
+        batches.push(SendBatch::new(qp, mr, send, Some(remote))?);
+        eps.push(ep);
+    }
+    let server0 = format!(
+        "server-{}-{}",
+        id % a.num_server_ports,
+        id * a.qps_per_client
+    );
+    let _watch = reg.watch(&server0, server_run, &server0);
+    let slots = (a.buf_size / a.stride) as u64;
+    let mut seed = 0xdead_beef ^ mix(id as u64);
+    let mut sig: Vec<_> = (0..a.qps_per_client).map(|_| a.queue.counter()).collect();
+    let timeout = PollTimeout::default();
+    let (mut ops, mut atomics, mut reads) = (0u64, 0u64, 0u64);
+    let mut q = 0;
+    counters.start(t);
+    while !stop_requested() && ops < a.common.op_limit() {
+        for i in 0..a.postlist as usize {
+            // DrTM: 2U atomics for every 100 − U READs (two atomics per PUT).
+            let atomic = !a.emulate_drtm
+                || u64::from(fastrand(&mut seed)) % (100 + a.update_percentage)
+                    < 2 * a.update_percentage;
+            let index = if a.use_random {
+                u64::from(fastrand(&mut seed)) % slots
+            } else {
+                0
+            };
+            if atomic {
+                batches[q].retarget(i, Op::FetchAdd(1), counter_offset(a, index))?;
+                atomics += 1;
+            } else {
+                batches[q].retarget(i, Op::Read, index * a.stride as u64)?;
+                reads += 1;
+            }
+        }
+        batches[q].post_selective(eps[q].qp_mut(), &mut sig[q], timeout)?;
+        ops += u64::from(a.postlist);
+        counters.set(t, ops);
+        q = if q + 1 == eps.len() { 0 } else { q + 1 };
+    }
+    counters.stop(t);
+    // Every FETCH_AND_ADD executed before we report: reap, then one signaled FETCH_AND_ADD(0)
+    // per QP, whose completion (RC completes in order) covers all before it.
+    for (j, ep) in eps.iter_mut().enumerate() {
+        sig[j].drain(ep.qp().send_cq(), timeout)?;
+        let remote = batches[j]
+            .remote()
+            .ok_or_else(|| Error::protocol("batch lost its remote"))?;
+        let fence = SendSpec {
+            op: Op::FetchAdd(0),
+            postlist: 1,
+            size: 8,
+            stride: 0,
+            local_offset: 0,
+            remote_offset: counter_offset(a, 0),
+            inline: false,
+        };
+        let (qp, mr) = ep.parts();
+        let mut b = SendBatch::new(qp, mr, fence, Some(remote))?;
+        b.set_signaled(0, true);
+        b.post(qp)?;
+        poll_one(qp.send_cq(), timeout)?;
+    }
+    println!("main: Client {id}: {atomics} atomics, {reads} READs");
+    if a.common.verify {
+        reg.publish_result(&me, &[("server_run", server_run), ("atomics", atomics)])?;
+    }
+    publish_done(reg, &me)
+}
