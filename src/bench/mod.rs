@@ -4,6 +4,7 @@
 pub mod atomics_sequencer;
 pub mod common;
 mod connected;
+pub mod echo_payload;
 pub mod endpoint;
 pub mod runner;
 pub mod seq_verify;
@@ -16,3 +17,4 @@ pub mod sender_scalability;
 pub mod ss_sequencer;
 pub mod ud_tput;
 pub mod write_lat;
+pub mod ws;

@@ -178,6 +178,8 @@ impl UdRpc {
 /// The clients a server thread answers (by registry name), and whether they have all left.
 pub struct ClientSet {
     names: Vec<String>,
+    /// The run of each client, when the server met them all at setup.
+    runs: Option<Vec<u64>>,
     next_look: Instant,
 }
 
@@ -186,6 +188,17 @@ impl ClientSet {
     pub fn new(names: Vec<String>) -> Self {
         ClientSet {
             names,
+            runs: None,
+            next_look: Instant::now(),
+        }
+    }
+
+    /// Clients named `names` that the server met at setup, as runs `runs`: all of them must
+    /// mark themselves done.
+    pub fn known(names: Vec<String>, runs: Vec<u64>) -> Self {
+        ClientSet {
+            names,
+            runs: Some(runs),
             next_look: Instant::now(),
         }
     }
@@ -203,6 +216,14 @@ impl ClientSet {
             return Ok(false);
         }
         self.next_look = now + Duration::from_millis(500);
+        if let Some(runs) = &self.runs {
+            for (n, run) in self.names.iter().zip(runs) {
+                if !reg.is_ready(&format!("{n}-done"), Some(*run))? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
         let mut any = false;
         for n in &self.names {
             let entry = reg.lookup(n)?;
