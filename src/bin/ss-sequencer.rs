@@ -1,6 +1,6 @@
-//! ss-sequencer: see `rdma_bench::bench::ss_sequencer`.
-use rdma_bench::bench::{runner, ss_sequencer};
+//! ss-sequencer: see `rdma_bench::bench::ss`.
+use rdma_bench::bench::{runner, ss};
 
 fn main() {
-    runner::main::<ss_sequencer::Args>("ss-sequencer", ss_sequencer::run);
+    runner::main::<ss::SequencerArgs>("ss-sequencer", ss::run_sequencer);
 }

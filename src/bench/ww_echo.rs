@@ -1,0 +1,280 @@
+//! ww-echo: WRITE request, WRITE reply. Client thread `i` and server thread `i` are connected
+//! (RC, or UC with `--use-uc 1`). In each round the client WRITEs `window` requests (inlined,
+//! one doorbell) into the server's buffer, slot `j` at `j·round_up(size, 64)`; the server waits
+//! until all `window` arrived, and WRITEs each payload back into the same slot at the client;
+//! the client waits for all `window` replies, then starts the next round.
+//!
+//! Every request carries its tag (client id and sequence number) in each 8-byte word; a side
+//! waits for slot `j` until its last whole word holds the tag it expects there, so no round is
+//! mistaken for an earlier one. With `--verify 1` the client checks every reply byte.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use super::common::{flag01, require, slot_stride, CommonArgs, QueueArgs, Topology};
+use super::echo_payload;
+use super::endpoint::{publish_done, Endpoint, EndpointSpec};
+use super::runner::{run_threads, Role};
+use crate::control::stop_requested;
+use crate::error::{Error, Result};
+use crate::hot::{poll_one, Op, PollTimeout, Remote, SendBatch, SendSpec};
+use crate::registry::Registry;
+use crate::stats::{Counters, RunInfo};
+use crate::verbs::{MemoryRegion, QpType};
+
+/// ww-echo's command line.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "ww-echo",
+    version,
+    args_override_self = true,
+    about = "The paper's WRITE-request/WRITE-reply echo (ATC'16 rdma_bench): windows of inlined \
+WRITEs each way between connected thread pairs"
+)]
+pub struct Args {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub topo: Topology,
+    /// 1: UC, 0: RC
+    #[arg(long, alias = "use_uc", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub use_uc: bool,
+    /// Bytes per request and reply (inlined; at least 8, the tag)
+    #[arg(long, default_value_t = 28)]
+    pub size: u32,
+    /// WRITEs per round each way (both sides must agree)
+    #[arg(long, default_value_t = 64)]
+    pub window: u32,
+    /// Largest window accepted (MAX_WINDOW_SIZE)
+    #[arg(long, alias = "max_window", default_value_t = 128)]
+    pub max_window: u32,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub queue: QueueArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+}
+
+/// The checks that refuse a run before anything is made.
+pub fn validate(a: &Args) -> Result<()> {
+    a.common.check()?;
+    a.topo.check()?;
+    require(a.window >= 1 && a.window <= a.max_window, || {
+        format!(
+            "window ({}) must be between 1 and {}",
+            a.window, a.max_window
+        )
+    })?;
+    require(a.window <= a.queue.queue_depth, || {
+        format!(
+            "window ({}) exceeds the queue depth ({}): a round posts the whole window at once",
+            a.window, a.queue.queue_depth
+        )
+    })?;
+    require(a.size >= 8, || {
+        format!(
+            "size {} is below 8 bytes (each WRITE carries an 8-byte tag)",
+            a.size
+        )
+    })?;
+    super::common::check_inline(u64::from(a.size), a.queue.max_inline, "WRITEs")
+}
+
+/// Runs ww-echo.
+pub fn run(a: Args) -> Result<()> {
+    validate(&a)?;
+    let first_id = a.topo.first_id();
+    let info = RunInfo {
+        bench: "ww-echo",
+        role: a.topo.role_name(),
+        op: "WRITE",
+        size: u64::from(a.size),
+        postlist: u64::from(a.window),
+        first_id,
+        json: a.common.json,
+    };
+    let reg = a.common.registry()?;
+    println!("main: Using {} threads", a.topo.threads());
+    run_threads(
+        info,
+        Role::Counting,
+        a.topo.threads(),
+        &a.common,
+        |t, counters| pair(&a, &reg, first_id + t, t, counters),
+    )?;
+    Ok(())
+}
+
+fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters) -> Result<()> {
+    let client = a.topo.is_client;
+    let port = a.common.open_port(super::common::port_index_for(
+        &a.common,
+        a.topo.dual_port,
+        id,
+    ))?;
+    let w = a.window as usize;
+    let slot = slot_stride(u64::from(a.size));
+    let spec = EndpointSpec {
+        qp_type: if a.use_uc { QpType::Uc } else { QpType::Rc },
+        queue_depth: a.queue.queue_depth,
+        recv_depth: 1,
+        max_inline: a.queue.max_inline,
+        // Slots the peer WRITEs into, then the slots our WRITEs are inlined from.
+        buf_size: 2 * w * slot,
+        fill: 0,
+        ex: false,
+        access: None,
+    };
+    let (me, peer) = if client {
+        (format!("client-{id}"), format!("server-{id}"))
+    } else {
+        (format!("server-{id}"), format!("client-{id}"))
+    };
+    let (mut ep, remote) = Endpoint::meet(
+        &port,
+        spec,
+        a.common.placement(),
+        reg,
+        &me,
+        &peer,
+        a.common.wait(),
+    )?;
+    let (qp, mr) = ep.parts();
+    let send = SendSpec {
+        op: Op::Write,
+        postlist: w,
+        size: a.size,
+        stride: slot,
+        local_offset: w * slot,
+        remote_offset: 0,
+        inline: true,
+    };
+    let target = Remote {
+        addr: remote.info.buf_addr,
+        rkey: remote.info.rkey,
+        len: remote.info.buf_size,
+    };
+    let mut batch = SendBatch::new(qp, mr, send, Some(target))?;
+    // One signaled WRITE per round, reaped before the next: at most `window` in flight.
+    batch.set_signaled(0, true);
+    let timeout = PollTimeout::default();
+    let size = a.size as usize;
+    let tag_at = (size / 8 - 1) * 8;
+    let mut body = vec![0u8; size];
+    let mut peer_done = PeerDone::new(&peer, remote.run_id);
+    let (mut ops, mut round) = (0u64, 0u64);
+    let tag_of = |round: u64, j: usize| echo_payload::tag(id, round * w as u64 + j as u64 + 1);
+    if client {
+        counters.start(t);
+    }
+    while !stop_requested() && ops < a.common.op_limit() {
+        if client {
+            for j in 0..w {
+                echo_payload::fill(&mut body, tag_of(round, j));
+                mr.write(w * slot + j * slot, &body);
+            }
+            batch.post(qp)?;
+            poll_one(qp.send_cq(), timeout)?;
+        }
+        // The peer's window (requests at the server, replies at the client).
+        for j in 0..w {
+            let want = tag_of(round, j);
+            let mut spins = 0u32;
+            while mr.load_u64(j * slot + tag_at) != want {
+                spins = spins.wrapping_add(1);
+                if spins % 4096 == 0 {
+                    if stop_requested() {
+                        break;
+                    }
+                    if peer_done.check(reg)? {
+                        if client {
+                            return Err(Error::PeerLost {
+                                peer,
+                                what: "it finished while replies to this round were outstanding"
+                                    .into(),
+                            });
+                        }
+                        // The client finished after its last round: so do we.
+                        return finish(reg, &me, counters, t, started(ops));
+                    }
+                }
+            }
+        }
+        if stop_requested() {
+            break;
+        }
+        if !client {
+            if ops == 0 {
+                counters.start(t);
+            }
+            // Echo: each request's bytes into the slot our reply is inlined from.
+            for j in 0..w {
+                mr.read(j * slot, &mut body);
+                mr.write(w * slot + j * slot, &body);
+            }
+            batch.post(qp)?;
+            poll_one(qp.send_cq(), timeout)?;
+        } else if a.common.verify {
+            for j in 0..w {
+                check_reply(mr, j * slot, &mut body, tag_of(round, j))?;
+            }
+        }
+        round += 1;
+        ops += w as u64;
+        counters.set(t, ops);
+    }
+    if client && a.common.verify && ops > 0 {
+        println!("main: Client {id}: verify ok: {ops} replies, each its request's payload");
+    }
+    finish(reg, &me, counters, t, started(ops))
+}
+
+fn started(ops: u64) -> bool {
+    ops > 0
+}
+
+fn finish(reg: &Registry, me: &str, counters: &Counters, t: usize, started: bool) -> Result<()> {
+    if started {
+        counters.stop(t);
+    }
+    publish_done(reg, me)
+}
+
+/// A reply must be the request, byte for byte.
+fn check_reply(mr: &MemoryRegion, off: usize, body: &mut [u8], want: u64) -> Result<()> {
+    mr.read(off, body);
+    if echo_payload::tag_in(body) != Some(want) {
+        return Err(Error::Verify(format!(
+            "the reply at offset {off} is not request {want:#x} echoed (bytes {:02x?})",
+            &body[..body.len().min(16)]
+        )));
+    }
+    Ok(())
+}
+
+/// Whether the peer marked itself done (looked up at most every 500 ms).
+struct PeerDone {
+    name: String,
+    run: u64,
+    next: Instant,
+}
+
+impl PeerDone {
+    fn new(peer: &str, run: u64) -> Self {
+        PeerDone {
+            name: format!("{peer}-done"),
+            run,
+            next: Instant::now() + Duration::from_millis(500),
+        }
+    }
+    fn check(&mut self, reg: &Registry) -> Result<bool> {
+        let now = Instant::now();
+        if now < self.next {
+            return Ok(false);
+        }
+        self.next = now + Duration::from_millis(500);
+        reg.is_ready(&self.name, Some(self.run))
+    }
+}
