@@ -145,6 +145,13 @@ fn monotonic_ms() -> u64 {
     ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
 }
 
+/// True once SIGINT, SIGTERM or SIGHUP asked this process to stop (not `--duration` or an
+/// error): peers are usually being stopped at the same moment, so what they still owe us may
+/// never come.
+pub fn stopped_by_signal() -> bool {
+    FIRST_SIGNAL_MS.load(Ordering::Relaxed) != 0
+}
+
 /// The signal handler: only atomics, clock_gettime, shmctl and the default action.
 fn on_signal(sig: libc::c_int) {
     ATTENTION.fetch_or(STOP, Ordering::Relaxed);

@@ -2,7 +2,6 @@
 //! robin over the workers, and take the replies on a UD QP.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::master::bench_name;
 use super::{Kind, WsArgs};
@@ -10,6 +9,7 @@ use crate::bench::echo_payload::{self, Outstanding};
 use crate::bench::endpoint::{publish_done, Endpoint, EndpointSpec};
 use crate::bench::runner::{run_threads, Role};
 use crate::bench::seq_verify::SeqTracker;
+use crate::bench::ss::{drain_timeout, settle};
 use crate::bench::ud_rpc::{UdRpc, UdRpcSpec};
 use crate::control::stop_requested;
 use crate::error::{Error, Result};
@@ -199,10 +199,13 @@ fn client(
         counters.set(t, ops);
     }
     counters.stop(t);
-    rpc.drain_replies(a.window, PollTimeout(Duration::from_secs(5)), |rpc, wc| {
+    let drained = rpc.drain_replies(a.window, drain_timeout(), |rpc, wc| {
         check.take(rpc, wc, payload);
         Ok(())
-    })?;
+    });
+    if !settle(drained, &me)? {
+        return publish_done(reg, &me);
+    }
     sig.drain(qp.send_cq(), timeout)?;
     if a.common.verify {
         if let Some(bad) = &check.bad {

@@ -1,0 +1,294 @@
+//! The paper's sequencers and echo servers on a real device, every role, with `--verify 1`: exit
+//! 0, a rate for every counting thread, the summary line, a valid JSON summary, and the
+//! verification's own line. Then a Ctrl-C in the middle of a three-process run.
+
+#[path = "common/bench_run.rs"]
+mod bench_run;
+#[path = "common/memcached.rs"]
+mod memcached;
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use bench_run::{check_counting, check_passive, finish, spawn, SECS};
+use memcached::Memcached;
+
+/// Seconds a side that leaves on its clients' "done" may run at most.
+const SERVER_SECS: &str = "90";
+
+fn has(out: &str, line_start: &str) {
+    assert!(
+        out.lines().any(|l| l.starts_with(line_start)),
+        "no line starting with {line_start:?}:\n{out}"
+    );
+}
+
+fn with(base: &[&'static str], more: &[&'static str]) -> Vec<&'static str> {
+    base.iter().chain(more).copied().collect()
+}
+
+#[test]
+fn ss_sequencer_hands_out_every_value_once() {
+    let bin = env!("CARGO_BIN_EXE_ss-sequencer");
+    let m = Memcached::start();
+    let a = [
+        "--num-server-threads",
+        "2",
+        "--max-num-clients",
+        "4",
+        "--postlist",
+        "8",
+        "--verify",
+        "1",
+    ];
+    let server = spawn(bin, &m, &a, SERVER_SECS);
+    let client = spawn(
+        bin,
+        &m,
+        &with(&a, &["--num-threads", "2", "--is-client", "1"]),
+        SECS,
+    );
+    let c = finish(client, "client");
+    let s = finish(server, "server");
+    check_counting(&c, "Client", 2, "ss-sequencer", "SEND");
+    check_counting(&s, "Server", 2, "ss-sequencer", "SEND");
+    has(&c, "main: Client 1: verify ok: ");
+    has(&s, "main: Server 0: average postlist = ");
+    assert!(
+        s.contains("values handed out, each received exactly once by 2 clients"),
+        "{s}"
+    );
+}
+
+#[test]
+fn ss_echo_sends_every_payload_back() {
+    let bin = env!("CARGO_BIN_EXE_ss-echo");
+    let m = Memcached::start();
+    let a = [
+        "--num-server-threads",
+        "1",
+        "--max-num-clients",
+        "2",
+        "--postlist",
+        "8",
+        "--size",
+        "24",
+        "--verify",
+        "1",
+    ];
+    let server = spawn(bin, &m, &a, SERVER_SECS);
+    let client = spawn(
+        bin,
+        &m,
+        &with(&a, &["--num-threads", "2", "--is-client", "1"]),
+        SECS,
+    );
+    let c = finish(client, "client");
+    let s = finish(server, "server");
+    check_counting(&c, "Client", 2, "ss-echo", "SEND");
+    check_counting(&s, "Server", 1, "ss-echo", "SEND");
+    has(&c, "main: Client 0: verify ok: ");
+    has(&c, "main: Client 1: verify ok: ");
+}
+
+#[test]
+fn atomics_sequencer_counts_every_fetch_and_add() {
+    let bin = env!("CARGO_BIN_EXE_atomics-sequencer");
+    // DrTM-KV's mix (the default), then the atomics-based sequencer: one counter.
+    for (mode, key) in [
+        (&["--buf-size", "1048576"][..], "9301"),
+        (
+            &[
+                "--emulate-drtm",
+                "0",
+                "--use-random",
+                "0",
+                "--stride",
+                "8",
+                "--buf-size",
+                "4096",
+            ][..],
+            "9302",
+        ),
+    ] {
+        let m = Memcached::start();
+        let mut a = vec![
+            "--num-clients",
+            "2",
+            "--postlist",
+            "8",
+            "--verify",
+            "1",
+            "--shm-key",
+            key,
+        ];
+        a.extend_from_slice(mode);
+        let server = spawn(bin, &m, &a, SERVER_SECS);
+        let client = spawn(
+            bin,
+            &m,
+            &with(&a, &["--num-threads", "2", "--is-client", "1"]),
+            SECS,
+        );
+        let c = finish(client, "client");
+        let s = finish(server, "server");
+        let op = if mode[0] == "--emulate-drtm" {
+            "FETCH_ADD"
+        } else {
+            "DRTM"
+        };
+        check_counting(&c, "Client", 2, "atomics-sequencer", op);
+        check_passive(&s, "atomics-sequencer");
+        has(&s, "main: verify ok: the counters add up to the ");
+        has(&c, "main: Client 0: ");
+    }
+}
+
+/// ws-*: master, worker process, client process.
+fn three(
+    bin: &str,
+    m: &Memcached,
+    a: &[&'static str],
+    clients: &'static str,
+) -> (Child, Child, Child) {
+    let master = spawn(bin, m, &with(a, &["--master", "1"]), SERVER_SECS);
+    let worker = spawn(bin, m, a, SERVER_SECS);
+    let client = spawn(
+        bin,
+        m,
+        &with(a, &["--is-client", "1", "--num-threads", clients]),
+        SECS,
+    );
+    (master, worker, client)
+}
+
+#[test]
+fn ws_sequencer_master_workers_clients() {
+    let bin = env!("CARGO_BIN_EXE_ws-sequencer");
+    let m = Memcached::start();
+    let a = [
+        "--num-workers",
+        "2",
+        "--num-clients",
+        "2",
+        "--postlist",
+        "2",
+        "--window",
+        "8",
+        "--shm-key",
+        "9303",
+        "--verify",
+        "1",
+    ];
+    let (master, worker, client) = three(bin, &m, &a, "2");
+    let c = finish(client, "client");
+    let w = finish(worker, "worker");
+    let ms = finish(master, "master");
+    check_counting(&c, "Client", 2, "ws-sequencer", "WRITE");
+    check_counting(&w, "Worker", 2, "ws-sequencer", "SEND");
+    check_passive(&ms, "ws-sequencer");
+    has(&ms, "main: Master connected all 2 clients");
+    has(&c, "main: Client 0: verify ok: ");
+    assert!(w.contains("each received exactly once by 2 clients"), "{w}");
+}
+
+#[test]
+fn ws_echo_master_workers_clients() {
+    let bin = env!("CARGO_BIN_EXE_ws-echo");
+    let m = Memcached::start();
+    let a = [
+        "--num-workers",
+        "2",
+        "--num-clients",
+        "2",
+        "--postlist",
+        "2",
+        "--window",
+        "8",
+        "--size",
+        "24",
+        "--shm-key",
+        "9304",
+        "--verify",
+        "1",
+    ];
+    let (master, worker, client) = three(bin, &m, &a, "2");
+    let c = finish(client, "client");
+    let w = finish(worker, "worker");
+    let ms = finish(master, "master");
+    check_counting(&c, "Client", 2, "ws-echo", "WRITE");
+    check_counting(&w, "Worker", 2, "ws-echo", "SEND");
+    check_passive(&ms, "ws-echo");
+    has(&c, "main: Client 1: verify ok: ");
+}
+
+#[test]
+fn ww_echo_over_uc_and_rc() {
+    let bin = env!("CARGO_BIN_EXE_ww-echo");
+    for uc in ["1", "0"] {
+        let m = Memcached::start();
+        let a = [
+            "--window", "16", "--size", "28", "--verify", "1", "--use-uc", uc,
+        ];
+        let server = spawn(bin, &m, &a, SERVER_SECS);
+        let client = spawn(bin, &m, &with(&a, &["--is-client", "1"]), SECS);
+        let c = finish(client, "client");
+        let s = finish(server, "server");
+        check_counting(&c, "Client", 1, "ww-echo", "WRITE");
+        check_counting(&s, "Server", 1, "ww-echo", "WRITE");
+        has(&c, "main: Client 0: verify ok: ");
+    }
+}
+
+fn shm_segments() -> usize {
+    std::fs::read_to_string("/proc/sysvipc/shm")
+        .map(|s| s.lines().count().saturating_sub(1))
+        .unwrap_or(0)
+}
+
+/// One Ctrl-C for the whole run (as a terminal sends it to the process group): every process
+/// prints what it measured and exits 0, and the master's request region is gone.
+#[test]
+fn sigint_mid_run_stops_all_three_and_removes_the_region() {
+    let before = shm_segments();
+    let bin = env!("CARGO_BIN_EXE_ws-sequencer");
+    let m = Memcached::start();
+    let a = [
+        "--num-workers",
+        "1",
+        "--num-clients",
+        "1",
+        "--postlist",
+        "1",
+        "--window",
+        "8",
+        "--shm-key",
+        "9305",
+        "--verify",
+        "1",
+    ];
+    let master = spawn(bin, &m, &with(&a, &["--master", "1"]), "600");
+    let worker = spawn(bin, &m, &a, "600");
+    let client = spawn(bin, &m, &with(&a, &["--is-client", "1"]), "600");
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(shm_segments() > before, "the master made no SysV segment");
+    // Running: wait for the client's connection (its first rates), then interrupt everyone.
+    std::thread::sleep(Duration::from_secs(5));
+    let started = Instant::now();
+    for p in [&master, &worker, &client] {
+        // SAFETY: signalling our own children.
+        unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
+    }
+    let c = finish(client, "interrupted client");
+    let w = finish(worker, "interrupted worker");
+    let ms = finish(master, "interrupted master");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the stop took too long"
+    );
+    check_counting(&c, "Client", 1, "ws-sequencer", "WRITE");
+    check_counting(&w, "Worker", 1, "ws-sequencer", "SEND");
+    check_passive(&ms, "ws-sequencer");
+    has(&w, "main: verify skipped: stopped by a signal");
+    assert_eq!(shm_segments(), before, "a SysV segment was left behind");
+}
