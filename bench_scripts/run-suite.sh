@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The benchmark suite: a short run of each of the paper's microbenchmarks on the first ACTIVE RDMA
-# device (Soft-RoCE through softroce.sh when there is none), plus write-lat, then a table:
-# benchmark, op, size, postlist, Mops. Each run lasts SUITE_DURATION seconds (default 3).
+# The benchmark suite: a short run of each of the paper's microbenchmarks, write-lat, and the
+# paper's sequencers and echo servers on the first ACTIVE RDMA device (Soft-RoCE through
+# softroce.sh when there is none), then a table: benchmark, role, op, size, postlist, Mops. Each run lasts SUITE_DURATION seconds (default 3).
 # Full logs go to target/suite/<n>-<bench>.log. SUITE_ONLY=<bench> runs just that benchmark's lines.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +16,7 @@ on_device "${SUITE_TIMEOUT:-900}" target/suite "$0" "$@"
 d=${SUITE_DURATION:-3}
 out=target/suite
 mkdir -p "$out"
-rm -f "$out"/*.log
+rm -f "$out"/*.log "$out"/*.flags
 suite=(
   "rw-tput-sender --size 32 --postlist 1"
   "rw-tput-sender --size 32 --postlist 16"
@@ -29,6 +29,16 @@ suite=(
   "rw-postlist-latency --size 8 --postlist 1 --samples 100000"
   "write-lat --size 8"
   "sender-scalability --size 32 --num-clients 16"
+  # The applications, scaled to one host: one server thread (or worker) and one client thread.
+  "atomics-sequencer --num-clients 1 --postlist 16 --buf-size 16777216"
+  "atomics-sequencer --num-clients 1 --postlist 16 --emulate-drtm 0 --use-random 0 --stride 8 --buf-size 4096"
+  "ss-sequencer --num-server-threads 1 --max-num-clients 1 --postlist 16"
+  "ss-sequencer --num-server-threads 1 --max-num-clients 1 --postlist 16 --disable-server-postlist 1"
+  "ss-sequencer --num-server-threads 1 --max-num-clients 1 --postlist 1"
+  "ws-sequencer --num-workers 1 --num-clients 1 --postlist 1 --window 32"
+  "ss-echo --num-server-threads 1 --max-num-clients 1 --postlist 16 --size 32"
+  "ws-echo --num-workers 1 --num-clients 1 --postlist 1 --window 32 --size 24"
+  "ww-echo --window 16 --size 28"
 )
 echo "device ${RDMA_BENCH_DEVICE:-$(ls /sys/class/infiniband | head -1)}, ${d}s per run"
 rc=0
@@ -40,6 +50,7 @@ for run in "${suite[@]}"; do
   bench=$1; shift
   [ -z "${SUITE_ONLY:-}" ] || [ "$SUITE_ONLY" = "$bench" ] || continue
   log=$out/$n-$bench.log
+  echo "$*" >"$out/$n-$bench.flags"
   if ! "$here/run-local.sh" "$bench" "$@" --duration "$d" --json >"$log" 2>&1; then
     echo "$bench $*: FAILED (see $log)" >&2
     rc=1
@@ -48,11 +59,14 @@ done
 python3 - "$out" "${#suite[@]}" <<'PY'
 import glob, json, os, sys
 out, count = sys.argv[1], int(sys.argv[2])
-print(f"{'benchmark':<21} {'role':<7} {'op':<6} {'size':>5} {'postlist':>8} {'Mops':>9}  {'latency (avg/median/p99 us)'}")
+print(f"{'benchmark':<21} {'role':<7} {'op':<9} {'size':>5} {'postlist':>8} {'Mops':>9}  {'latency (avg/median/p99 us)':<28} flags")
 for n in range(1, count + 1):
     for log in sorted(glob.glob(os.path.join(out, f"{n}-*.log"))):
         lat = {}
         rows = []
+        # The run's other flags (size and postlist have columns of their own).
+        words = open(log[:-4] + ".flags").read().split()
+        extra = " ".join(f"{k} {v}" for k, v in zip(words[::2], words[1::2]) if k not in ("--size", "--postlist"))
         for line in open(log):
             role, _, body = line.strip().rpartition("] ")
             if not body.startswith("{"):
@@ -70,7 +84,7 @@ for n in range(1, count + 1):
                 avg = v.get("average_us", v.get("t_avg_us"))
                 med = v.get("median_us", v.get("t_typical_us"))
                 l = f"{avg:.1f}/{med:.1f}/{v['p99_us']:.1f}"
-            print(f"{o['bench']:<21} {o['role']:<7} {o['op']:<6} {o['size']:>5} {o['postlist']:>8} {o['mops']:>9.4f}  {l}")
+            print(f"{o['bench']:<21} {o['role']:<7} {o['op']:<9} {o['size']:>5} {o['postlist']:>8} {o['mops']:>9.4f}  {l:<28} {extra}")
         if not rows:
             print(f"{os.path.basename(log):<21} (no summary: see {log})")
 PY

@@ -17,15 +17,20 @@ echo "== host-only tests"
 cargo test --release 2>&1
 
 echo "== device tests (build)"
-mapfile -t bins < <(cargo test --release --features device-tests --no-run --message-format=json 2>/dev/null |
-  python3 -c '
+# test_bins PREFIX: the test executables whose target name starts with PREFIX.
+test_bins() {
+  cargo test --release --features device-tests --no-run --message-format=json 2>/dev/null |
+    python3 -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"].startswith("device_"):
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"].startswith(sys.argv[1]):
         print(m["executable"])
-')
-[ ${#bins[@]} -gt 0 ] || { echo "test.sh: no device test binaries were built" >&2; exit 1; }
+' "$1"
+}
+mapfile -t bins < <(test_bins device_)
+mapfile -t twonode < <(test_bins twonode_)
+[ ${#bins[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
 
 echo "== device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
 # Each binary prints libtest's own "test result:" line; any failure fails the run.
@@ -37,4 +42,13 @@ bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c
     "$b" --test-threads=2 --color never || rc=1
   done
   exit $rc' device-tests "${bins[@]}"
+
+echo "== two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
+bench_scripts/softroce.sh run --nodes 2 --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
+  rc=0
+  for b in "$@"; do
+    echo "-- $(basename "$b") on node $SOFTROCE_NODE"
+    "$b" --test-threads=1 --color never || rc=1
+  done
+  exit $rc' twonode-tests "${twonode[@]}"
 echo "== all tests passed"

@@ -49,3 +49,35 @@ run_machine() {
   # shellcheck disable=SC2046
   $(numa_prefix) "$bin_dir/$bench" --is-client 1 --machine-id "$id" "$@"
 }
+
+# run_master_and_workers BENCH FLAGS... : ws-sequencer/ws-echo's server side, as the original's
+# run-servers.sh: a registry, the master process (request region, clients' QPs) in the
+# background, then the worker process; the master is stopped when the workers end.
+run_master_and_workers() {
+  local bench=$1; shift
+  need_bin "$bench"
+  export HRD_REGISTRY_IP=${HRD_REGISTRY_IP:-127.0.0.1}
+  if ! registry_up "$HRD_REGISTRY_IP"; then
+    command -v memcached >/dev/null || { echo "memcached is not installed (bench_scripts/softroce.sh setup)" >&2; exit 1; }
+    local user=(); [ "$(id -u)" = 0 ] && user=(-u root)
+    memcached -l 0.0.0.0 -p 11211 "${user[@]}" >/dev/null 2>&1 &
+    mc=$!
+    for _ in $(seq 50); do registry_up 127.0.0.1 && break; sleep 0.1; done
+    echo "registry: started memcached on port 11211 (pid $mc)"
+  fi
+  # shellcheck disable=SC2046
+  $(numa_prefix) "$bin_dir/$bench" --master 1 "$@" &
+  master=$!
+  stop_master() {
+    kill -INT "$master" 2>/dev/null || true
+    wait "$master" 2>/dev/null || true
+    if [ -n "${mc:-}" ]; then kill "$mc" 2>/dev/null || true; fi
+  }
+  trap stop_master EXIT
+  local rc=0
+  # shellcheck disable=SC2046
+  $(numa_prefix) "$bin_dir/$bench" --is-client 0 "$@" || rc=$?
+  # The master leaves by itself once every client is done; a failed worker run stops it.
+  [ $rc = 0 ] && { wait "$master" || rc=$?; }
+  exit $rc
+}

@@ -320,7 +320,7 @@ fn server(
                 rpc.out.flush()?;
             }
         }
-        rpc.repost(n)?;
+        rpc.repost(&wcs[..n])?;
         rpc.out.flush()?;
         ops += n as u64;
         counters.set(t, ops);
@@ -459,7 +459,7 @@ fn client(
             wc.result()?;
             replies.take(&rpc, wc);
         }
-        rpc.repost(n)?;
+        rpc.repost(&wcs[..n])?;
         ops += n as u64;
         counters.set(t, ops);
         // The sequencer refills its window at once; the echo client waits for the whole round.

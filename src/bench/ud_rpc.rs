@@ -119,10 +119,10 @@ impl UdRpc {
         self.ring.fill(self.out.qp_mut(0))
     }
 
-    /// Hands `n` completed receive slots back (one `ibv_post_recv`).
+    /// Hands the slots of the receive completions `done` back (one `ibv_post_recv`).
     #[inline(always)]
-    pub fn repost(&mut self, n: usize) -> Result<()> {
-        self.ring.repost(self.out.qp_mut(0), n)
+    pub fn repost(&mut self, done: &[WorkCompletion]) -> Result<()> {
+        self.ring.repost(self.out.qp_mut(0), done)
     }
 
     /// Offset in [`Self::recv_mr`] of a receive's payload (after the GRH).

@@ -157,11 +157,19 @@ fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters)
         len: remote.info.buf_size,
     };
     let mut batch = SendBatch::new(qp, mr, send, Some(target))?;
-    // One signaled WRITE per round, reaped before the next: at most `window` in flight.
-    batch.set_signaled(0, true);
+    // The round's last WRITE is signaled and reaped before the next round: RC and UC complete in
+    // order, so its CQE retires the whole window and at most `window` WRs are ever queued.
+    batch.set_signaled(w - 1, true);
     let timeout = PollTimeout::default();
     let size = a.size as usize;
-    let tag_at = (size / 8 - 1) * 8;
+    // A side waits on a slot's last 8 bytes (the WRITE's last bytes, whatever the size): what
+    // `fill` put there for the tag it expects.
+    let tail = size - 8;
+    let tail_of = |tag: u64| {
+        let t = tag.to_le_bytes();
+        u64::from_le_bytes(std::array::from_fn(|k| t[(tail + k) % 8]))
+    };
+    let mut last8 = [0u8; 8];
     let mut body = vec![0u8; size];
     let mut peer_done = PeerDone::new(&peer, remote.run_id);
     let (mut ops, mut round) = (0u64, 0u64);
@@ -180,9 +188,12 @@ fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters)
         }
         // The peer's window (requests at the server, replies at the client).
         for j in 0..w {
-            let want = tag_of(round, j);
+            let want = tail_of(tag_of(round, j));
             let mut spins = 0u32;
-            while mr.load_u64(j * slot + tag_at) != want {
+            while {
+                mr.read(j * slot + tail, &mut last8);
+                u64::from_le_bytes(last8) != want
+            } {
                 spins = spins.wrapping_add(1);
                 if spins % 4096 == 0 {
                     if stop_requested() {
@@ -205,6 +216,8 @@ fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters)
         if stop_requested() {
             break;
         }
+        // The slots' other bytes are read after their tails were seen.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
         if !client {
             if ops == 0 {
                 counters.start(t);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::raw::RawArray;
 use crate::error::{Error, Result};
 use crate::sys;
-use crate::verbs::{MemoryRegion, QueuePair};
+use crate::verbs::{MemoryRegion, QueuePair, WorkCompletion};
 
 /// `n` linked receive WRs for one QP; slot `i` receives into `offset + i·stride` of the region,
 /// `len` bytes. The QP keeps the region alive while RECVs are posted.
@@ -188,15 +188,37 @@ impl RecvRing {
         if self.filled {
             return Err(Error::protocol("the receive ring is already posted"));
         }
-        self.repost(qp, self.wrs.len())?;
+        self.post(qp, self.wrs.len())?;
         self.filled = true;
         Ok(())
     }
 
-    /// Hands `k` completed slots back to the QP (the `k` oldest, see the type's docs) with one
-    /// `ibv_post_recv`.
+    /// Hands the slots of the receive completions `done` back to the QP with one
+    /// `ibv_post_recv`. They must be the ring's oldest posted slots, in order (a QP's receive
+    /// queue completes in posting order): anything else — a completion of another ring, one
+    /// handed back twice — is refused before anything is posted.
     #[inline(always)]
-    pub fn repost(&mut self, qp: &mut QueuePair, k: usize) -> Result<()> {
+    pub fn repost(&mut self, qp: &mut QueuePair, done: &[WorkCompletion]) -> Result<()> {
+        if !self.filled {
+            return Err(Error::protocol("the receive ring was never posted (fill)"));
+        }
+        let n = self.wrs.len();
+        let mut want = self.head;
+        for wc in done {
+            if wc.wr_id() != want as u64 {
+                return Err(Error::protocol(format!(
+                    "receive completion of slot {} where the ring's oldest slot is {want}",
+                    wc.wr_id()
+                )));
+            }
+            want = if want + 1 == n { 0 } else { want + 1 };
+        }
+        self.post(qp, done.len())
+    }
+
+    /// Posts `k` slots from the head with one `ibv_post_recv`.
+    #[inline(always)]
+    fn post(&mut self, qp: &mut QueuePair, k: usize) -> Result<()> {
         if qp.serial() != self.qp_serial {
             return Err(Error::config("this ring was built for another QP"));
         }

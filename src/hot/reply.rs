@@ -58,13 +58,16 @@ pub struct UdPostlist {
     slot_bytes: usize,
     /// Largest payload (at most the QPs' inline limit).
     max_payload: usize,
-    /// (source key, raw AH) per destination; `ahs` holds the same AHs (every QP keeps them too).
-    dests: Vec<(u128, *mut sys::ibv_ah)>,
+    /// (source key — `None` for destinations added by hand, never matched —, raw AH) per
+    /// destination; `ahs` holds the same AHs (every QP keeps them too).
+    dests: Vec<(Option<u128>, *mut sys::ibv_ah)>,
     ahs: Vec<Arc<AddressHandle>>,
     source: Source,
     staged: usize,
     next_qp: usize,
     timeout: PollTimeout,
+    /// A post failed: the signaling count no longer matches the queue.
+    poisoned: bool,
     doorbells: u64,
     replies: u64,
 }
@@ -95,16 +98,42 @@ impl UdPostlist {
             ));
         }
         let port = first.port();
+        // RoCE v2 over IPv4 puts an IPv4 header where the GRH would be; RoCE v1 (even with an
+        // IPv4-mapped GID) and v2 over IPv6 carry a real GRH.
+        let v2 = port
+            .context()
+            .gid_type(port.num(), port.gid_index())
+            .is_some_and(|t| t.contains("v2"));
         let source = if !port.is_roce() {
             Source::Lid
-        } else if port.gid().ipv4().is_some() {
+        } else if v2 && port.gid().ipv4().is_some() {
             Source::Ipv4
         } else {
             Source::Gid
         };
-        for qp in &qps {
+        let port_num = port.num();
+        let ctx = Arc::clone(port.context());
+        for (i, qp) in qps.iter().enumerate() {
             if qp.qp_type() != QpType::Ud {
                 return bad("replies go out over UD QPs only".into());
+            }
+            // Each QP's counter reaps its own send CQ: a shared CQ would hand one QP's
+            // completions to another's count.
+            if qps[..i]
+                .iter()
+                .any(|o| Arc::ptr_eq(o.send_cq(), qp.send_cq()))
+            {
+                return bad("each UD QP of a postlist needs a send CQ of its own".into());
+            }
+            if qp.port().num() != port_num || !Arc::ptr_eq(qp.port().context(), &ctx) {
+                return bad("the UD QPs of a postlist must share one port".into());
+            }
+            if u64::from(qp.caps().max_send_wr) < 2 * u64::from(counter.unsig_batch()) {
+                return bad(format!(
+                    "queue depth ({}) must be at least 2 x unsig_batch ({})",
+                    qp.caps().max_send_wr,
+                    2 * counter.unsig_batch()
+                ));
             }
             if max_postlist as u64 > u64::from(qp.caps().max_send_wr) {
                 return bad(format!(
@@ -172,6 +201,7 @@ impl UdPostlist {
             staged: 0,
             next_qp: 0,
             timeout: PollTimeout::default(),
+            poisoned: false,
             doorbells: 0,
             replies: 0,
         })
@@ -200,11 +230,23 @@ impl UdPostlist {
 
     /// Adds a destination known in advance (a client's AH from its registry entry).
     pub fn add_dest(&mut self, ah: &Arc<AddressHandle>) -> Result<DestId> {
-        let key = u128::MAX - self.dests.len() as u128;
-        self.insert(key, ah)
+        self.insert(None, ah)
     }
 
-    fn insert(&mut self, key: u128, ah: &Arc<AddressHandle>) -> Result<DestId> {
+    fn insert(&mut self, key: Option<u128>, ah: &Arc<AddressHandle>) -> Result<DestId> {
+        // Every AH in the table is kept by every QP the table posts on: refuse while one of its
+        // QPs is swapped out (through `qp_mut`), or the swapped-back QP would post an AH it
+        // never kept.
+        if self
+            .qps
+            .iter()
+            .zip(&self.keys)
+            .any(|(q, k)| q.serial() != *k)
+        {
+            return Err(Error::config(
+                "a QP of this postlist was replaced: destinations can no longer be added",
+            ));
+        }
         if self.dests.len() >= MAX_DESTS {
             return Err(Error::config(format!(
                 "more than {MAX_DESTS} distinct reply destinations"
@@ -236,7 +278,7 @@ impl UdPostlist {
                     | u128::from(recv.load_u64(grh_off + 16))
             }
         };
-        if let Some(i) = self.dests.iter().position(|d| d.0 == key) {
+        if let Some(i) = self.dests.iter().position(|d| d.0 == Some(key)) {
             return Ok(DestId(i as u32));
         }
         self.learn(key, wc, recv, grh_off)
@@ -254,7 +296,7 @@ impl UdPostlist {
         recv.read(grh_off, &mut grh);
         let qp = &self.qps[0];
         let ah = AddressHandle::reply_to(qp.pd(), qp.port(), wc, &grh)?;
-        self.insert(key, &ah)
+        self.insert(Some(key), &ah)
     }
 
     /// Stages a reply to (`dest`, `qpn`): SEND_WITH_IMM when `imm` is given, else SEND.
@@ -333,6 +375,11 @@ impl UdPostlist {
         if n == 0 {
             return Ok(0);
         }
+        if self.poisoned {
+            return Err(Error::protocol(
+                "an earlier post of this postlist failed; its signaling count is lost",
+            ));
+        }
         let q = self.next_qp;
         let qp = &mut self.qps[q];
         if qp.send_key() != self.keys[q] {
@@ -356,7 +403,10 @@ impl UdPostlist {
             (*last).next = saved;
             r
         };
-        r?;
+        if let Err(e) = r {
+            self.poisoned = true;
+            return Err(e);
+        }
         self.staged = 0;
         self.next_qp = if q + 1 == self.qps.len() { 0 } else { q + 1 };
         self.doorbells += 1;

@@ -47,6 +47,7 @@ impl SlotLayout {
     /// Byte offset of slot (`w`, `c`, `s`).
     #[inline(always)]
     pub fn offset(&self, w: usize, c: usize, s: usize) -> usize {
+        debug_assert!(w < self.workers && c < self.clients && s < self.window);
         ((w * self.clients + c) * self.window + s) * self.slot_bytes
     }
 }
@@ -93,7 +94,9 @@ impl RequestRegion {
     /// If the word is outside the region or not 8-byte aligned.
     #[inline(always)]
     pub fn load_u64(&self, off: usize) -> u64 {
-        atomic_u64_at(self.at(off, 8)).load(Ordering::Relaxed)
+        // SAFETY: `at` checked the 8 bytes lie in the segment, attached while `self` lives.
+        // Acquire: the request's other bytes are read after its tag.
+        unsafe { atomic_u64_at(self.at(off, 8)) }.load(Ordering::Acquire)
     }
 
     /// Stores `v` at the aligned word `off` (0 frees a slot for its client's next request).
@@ -102,7 +105,8 @@ impl RequestRegion {
     /// As [`load_u64`](Self::load_u64).
     #[inline(always)]
     pub fn store_u64(&self, off: usize, v: u64) {
-        atomic_u64_at(self.at(off, 8)).store(v, Ordering::Relaxed)
+        // SAFETY: as in `load_u64`.
+        unsafe { atomic_u64_at(self.at(off, 8)) }.store(v, Ordering::Relaxed)
     }
 
     /// Copies `dst.len()` bytes at `off` (a request's payload).
@@ -113,7 +117,8 @@ impl RequestRegion {
     pub fn read(&self, off: usize, dst: &mut [u8]) {
         let src = self.at(off, dst.len());
         for (i, d) in dst.iter_mut().enumerate() {
-            *d = atomic_u8_at(src.wrapping_add(i)).load(Ordering::Relaxed);
+            // SAFETY: `at` checked the whole range lies in the attached segment.
+            *d = unsafe { atomic_u8_at(src.wrapping_add(i)) }.load(Ordering::Relaxed);
         }
     }
 }

@@ -263,10 +263,25 @@ impl SendBatch {
         {
             return Err(retarget_refused(op, remote_offset, len, r.len));
         }
-        let remote_addr = r.addr + remote_offset;
+        let Some(remote_addr) = r.addr.checked_add(remote_offset) else {
+            return Err(retarget_refused(op, remote_offset, len, r.len));
+        };
+        // SAFETY: in bounds (`at` checked); the SGE is read through the array's base pointer.
+        let sge_addr = unsafe { (*self.sges.at_unchecked(i)).addr };
+        // The SGE may have been moved (set_local_addr) while it was shorter: the new length
+        // must still end inside the region.
+        let region_end = self.mr.addr() as u64 + self.mr.len() as u64;
+        if sge_addr
+            .checked_add(u64::from(len))
+            .is_none_or(|e| e > region_end)
+        {
+            return Err(Error::config(format!(
+                "{len} bytes at local address {sge_addr:#x} run past the MR"
+            )));
+        }
         // SAFETY: in bounds (`at` checked); the array is reached through its base pointer; the
-        // local SGE keeps its address and its length is the batch's size or 8 (atomics, only when
-        // the size is at least 8), so it stays in the region; the remote range was checked above.
+        // local SGE keeps its address and its new length ends inside the region (checked just
+        // above); the remote range was checked above.
         unsafe {
             (*wr).opcode = op.opcode();
             (*self.sges.at_unchecked(i)).length = len;

@@ -107,23 +107,32 @@ unsafe impl DmaBuffer for ShmBuffer {
 /// The byte at `p` as an atomic: all CPU access to memory a NIC or another process writes goes
 /// through atomics, so threads sharing it never race (DMA is outside the memory model).
 ///
-/// Callers pass a pointer into live memory they have bounds-checked.
+/// Word and byte accessors may overlap (a region read byte-wise while a poller loads a word of
+/// it): mixed-size atomics, which the Rust memory model leaves undefined but every target we
+/// build for performs as plain loads and stores of the sizes asked for. This is a deliberate
+/// deviation, the same one C's `volatile` polling of NIC-written memory makes.
+///
+/// # Safety
+/// `p` points into live memory that stays mapped while the returned reference is used (for one
+/// load or store).
 #[inline(always)]
-pub(crate) fn atomic_u8_at<'a>(p: *mut u8) -> &'a std::sync::atomic::AtomicU8 {
-    // SAFETY: callers pass a pointer into live, bounds-checked memory; AtomicU8 has the size and
-    // alignment of u8; the reference lives for one load or store.
+pub(crate) unsafe fn atomic_u8_at<'a>(p: *mut u8) -> &'a std::sync::atomic::AtomicU8 {
+    // SAFETY: the caller passes a pointer into live memory; AtomicU8 has the size and alignment
+    // of u8.
     unsafe { std::sync::atomic::AtomicU8::from_ptr(p) }
 }
 
 /// The 8-byte word at `p` as an atomic (see [`atomic_u8_at`]).
 ///
+/// # Safety
+/// `p` points to 8 bytes of live memory that stay mapped while the reference is used.
+///
 /// # Panics
 /// If `p` is not 8-byte aligned.
 #[inline(always)]
-pub(crate) fn atomic_u64_at<'a>(p: *mut u8) -> &'a std::sync::atomic::AtomicU64 {
+pub(crate) unsafe fn atomic_u64_at<'a>(p: *mut u8) -> &'a std::sync::atomic::AtomicU64 {
     assert!(p as usize % 8 == 0, "unaligned 8-byte word at {p:p}");
-    // SAFETY: callers pass a pointer to 8 live, bounds-checked bytes; aligned (checked above);
-    // the reference lives for one load or store.
+    // SAFETY: the caller passes 8 live bytes; aligned (checked above).
     unsafe { std::sync::atomic::AtomicU64::from_ptr(p.cast::<u64>()) }
 }
 

@@ -213,14 +213,17 @@ impl MemoryRegion {
         byte_at(self.range(off, 1), 0).store(v, Ordering::Relaxed)
     }
 
-    /// The aligned 8-byte word at `off` (native endian), with one relaxed atomic load: how a
-    /// poller reads a slot a peer WRITEs without tearing it.
+    /// The aligned 8-byte word at `off` (native endian), with one acquire load: how a poller
+    /// reads a slot a peer WRITEs without tearing it, and orders its reads of the rest after it.
     ///
     /// # Panics
-    /// If the word is outside the region or `off` is not a multiple of 8.
+    /// If the word is outside the region or its address is not 8-byte aligned (regions start
+    /// page-aligned, so: `off` not a multiple of 8).
     #[inline(always)]
     pub fn load_u64(&self, off: usize) -> u64 {
-        crate::mem::atomic_u64_at(self.range(off, 8)).load(Ordering::Relaxed)
+        // SAFETY: `range` checked that the 8 bytes lie in the region, which lives as long as
+        // `self`.
+        unsafe { crate::mem::atomic_u64_at(self.range(off, 8)) }.load(Ordering::Acquire)
     }
 
     /// Stores the aligned 8-byte word `v` at `off` with one relaxed atomic store.
@@ -229,7 +232,8 @@ impl MemoryRegion {
     /// As [`load_u64`](Self::load_u64).
     #[inline(always)]
     pub fn store_u64(&self, off: usize, v: u64) {
-        crate::mem::atomic_u64_at(self.range(off, 8)).store(v, Ordering::Relaxed)
+        // SAFETY: as in `load_u64`.
+        unsafe { crate::mem::atomic_u64_at(self.range(off, 8)) }.store(v, Ordering::Relaxed)
     }
 
     /// Fills the whole region with `byte` (relaxed atomic stores, eight bytes at a time where

@@ -106,6 +106,7 @@ fn client(
         &master,
         a.common.wait(),
     )?;
+    super::check_layout(reg, kind, a, remote.run_id)?;
     let rspec = UdRpcSpec {
         qps: 1,
         queue_depth: a.queue.queue_depth,
@@ -191,7 +192,7 @@ fn client(
             wc.result()?;
             check.take(&rpc, wc, payload);
         }
-        rpc.repost(n)?;
+        rpc.repost(&wcs[..n])?;
         for _ in 0..n {
             request(&mut batch, qp, &mut check)?;
         }

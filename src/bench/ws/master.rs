@@ -49,6 +49,8 @@ pub(super) fn run(kind: Kind, a: &WsArgs, reg: &Arc<Registry>) -> Result<()> {
             let cq = CompletionQueue::new(port.context(), (2 * a.num_clients as u32).max(16))?;
             ports.push((port, pd, cq, mr));
         }
+        // Workers and clients compare their slot layout with ours.
+        reg.publish_result(MASTER, &super::layout_fields(kind, a))?;
         // Workers attach the segment once this entry is up.
         reg.announce(
             MASTER,

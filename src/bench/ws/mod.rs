@@ -182,12 +182,15 @@ pub fn validate(kind: Kind, a: &WsArgs) -> Result<()> {
             a.window, a.queue.unsig_batch
         )
     })?;
-    require(a.postlist as usize <= a.num_clients, || {
-        format!(
+    // Workers only: a pass over the clients finds at most one request per client.
+    if !a.master && !a.topo.is_client {
+        require(a.postlist as usize <= a.num_clients, || {
+            format!(
             "postlist ({}) exceeds num-clients ({}): a worker finds at most one request per client in a pass",
             a.postlist, a.num_clients
         )
-    })?;
+        })?;
+    }
     match kind {
         Kind::Sequencer => require(a.size == 8, || {
             format!("ws-sequencer's requests are 8 bytes, not {}", a.size)
@@ -238,3 +241,41 @@ fn run(kind: Kind, a: WsArgs) -> Result<()> {
 
 /// Registry name of the master's entry (workers wait for it before attaching the region).
 const MASTER: &str = "master";
+
+/// What every role must agree on, as the master publishes it.
+fn layout_fields(kind: Kind, a: &WsArgs) -> [(&'static str, u64); 4] {
+    [
+        ("num-workers", a.num_workers as u64),
+        ("num-clients", a.num_clients as u64),
+        ("window", a.window as u64),
+        ("size", a.payload(kind) as u64),
+    ]
+}
+
+/// Refuses a worker or client whose slot layout differs from the master's (it would poll or
+/// write the wrong slots and hang).
+fn check_layout(
+    reg: &crate::registry::Registry,
+    kind: Kind,
+    a: &WsArgs,
+    master_run: u64,
+) -> Result<()> {
+    // An earlier master's record (it outlives its run for a minute) says nothing about this one.
+    let Some(rec) = reg
+        .lookup_result(MASTER)?
+        .filter(|r| r.run_id == master_run)
+    else {
+        return Ok(());
+    };
+    for (k, v) in layout_fields(kind, a) {
+        if let Some(m) = rec.get(k) {
+            require(m == v, || {
+                format!(
+                    "the master runs with --{k} {m} but this process with --{k} {v}: master, \
+                     workers and clients need the same --num-workers, --num-clients, --window and --size"
+                )
+            })?;
+        }
+    }
+    Ok(())
+}

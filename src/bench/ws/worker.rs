@@ -64,6 +64,7 @@ fn worker(
 ) -> Result<()> {
     let master = reg.find_ready(MASTER, a.common.wait())?;
     let _watch = reg.watch(MASTER, master.run_id, MASTER);
+    super::check_layout(reg, kind, a, master.run_id)?;
     let region = RequestRegion::attach(a.shm_key, a.rr_size)?;
     let layout = a.layout(kind);
     let payload = a.payload(kind);

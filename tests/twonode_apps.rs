@@ -1,0 +1,174 @@
+//! The sequencers across two machines: servers (and ws-sequencer's master and workers) on node
+//! 0 with the registry, clients on node 1, each node its own Soft-RoCE device on a shared
+//! virtual Ethernet. Runs on both guests of `softroce.sh run --nodes 2` (bench_scripts/test.sh
+//! does); outside that testbed it fails, never skips.
+
+#[path = "common/bench_run.rs"]
+mod bench_run;
+#[path = "common/memcached.rs"]
+#[allow(dead_code)]
+mod memcached;
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bench_run::{check_counting, check_passive, device_args, finish};
+
+/// The registry's port on node 0.
+const PORT: u16 = 11411;
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: this test runs on both nodes of `softroce.sh run --nodes 2` (bench_scripts/test.sh)")
+    })
+}
+
+fn node() -> u32 {
+    env("SOFTROCE_NODE")
+        .parse()
+        .expect("SOFTROCE_NODE is 0 or 1")
+}
+
+fn registry() -> String {
+    let host = if node() == 0 {
+        env("RDMA_BENCH_IP")
+    } else {
+        env("SOFTROCE_PEER")
+    };
+    format!("{host}:{PORT}")
+}
+
+fn spawn(bin: &str, args: &[&str], secs: &str) -> Child {
+    Command::new(bin)
+        .args(args)
+        .args(device_args())
+        .args([
+            "--registry",
+            &registry(),
+            "--duration",
+            secs,
+            "--json",
+            "--connect-timeout",
+            "90",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("benchmark binary runs")
+}
+
+/// Node 0 serves the registry on its own address for the whole test.
+struct Registry(Option<Child>);
+
+impl Registry {
+    fn start() -> Registry {
+        if node() != 0 {
+            // Node 1 waits until node 0's registry answers (its guest may boot later).
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while TcpStream::connect(registry()).is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "node 0's registry at {} never answered",
+                    registry()
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            return Registry(None);
+        }
+        let mut cmd = Command::new("memcached");
+        cmd.args([
+            "-l",
+            &env("RDMA_BENCH_IP"),
+            "-p",
+            &PORT.to_string(),
+            "-U",
+            "0",
+            "-u",
+            "root",
+        ]);
+        let child = cmd.stdout(Stdio::null()).spawn().expect("memcached runs");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(registry()).is_err() {
+            assert!(Instant::now() < deadline, "memcached did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Registry(Some(child))
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Both nodes run this one test, in step: each benchmark's servers end when its clients have
+/// finished, so node 0 moves on only after node 1 did.
+#[test]
+fn sequencers_across_two_nodes() {
+    let _reg = Registry::start();
+    let server_side = node() == 0;
+
+    let ss = env!("CARGO_BIN_EXE_ss-sequencer");
+    let a = [
+        "--num-server-threads",
+        "2",
+        "--max-num-clients",
+        "2",
+        "--postlist",
+        "8",
+        "--verify",
+        "1",
+        "--run-name",
+        "ss",
+    ];
+    if server_side {
+        let s = finish(spawn(ss, &a, "120"), "ss-sequencer servers on node 0");
+        check_counting(&s, "Server", 2, "ss-sequencer", "SEND");
+        assert!(s.contains("each received exactly once by 2 clients"), "{s}");
+    } else {
+        let mut c = a.to_vec();
+        c.extend(["--is-client", "1", "--num-threads", "2"]);
+        let c = finish(spawn(ss, &c, "3"), "ss-sequencer clients on node 1");
+        check_counting(&c, "Client", 2, "ss-sequencer", "SEND");
+        assert!(c.contains("main: Client 1: verify ok: "), "{c}");
+    }
+
+    let ws = env!("CARGO_BIN_EXE_ws-sequencer");
+    let a = [
+        "--num-workers",
+        "2",
+        "--num-clients",
+        "2",
+        "--postlist",
+        "2",
+        "--window",
+        "8",
+        "--verify",
+        "1",
+        "--run-name",
+        "ws",
+        "--shm-key",
+        "9401",
+    ];
+    if server_side {
+        let mut m = a.to_vec();
+        m.extend(["--master", "1"]);
+        let master = spawn(ws, &m, "120");
+        let w = finish(spawn(ws, &a, "120"), "ws-sequencer workers on node 0");
+        let ms = finish(master, "ws-sequencer master on node 0");
+        check_counting(&w, "Worker", 2, "ws-sequencer", "SEND");
+        assert!(w.contains("each received exactly once by 2 clients"), "{w}");
+        check_passive(&ms, "ws-sequencer");
+    } else {
+        let mut c = a.to_vec();
+        c.extend(["--is-client", "1", "--num-threads", "2"]);
+        let c = finish(spawn(ws, &c, "3"), "ws-sequencer clients on node 1");
+        check_counting(&c, "Client", 2, "ws-sequencer", "WRITE");
+        assert!(c.contains("main: Client 0: verify ok: "), "{c}");
+    }
+}
