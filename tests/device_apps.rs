@@ -141,6 +141,10 @@ fn atomics_sequencer_counts_every_fetch_and_add() {
         check_passive(&s, "atomics-sequencer");
         has(&s, "main: verify ok: the counters add up to the ");
         has(&c, "main: Client 0: ");
+        assert!(
+            !shm_key_exists(key.parse().unwrap()),
+            "the server's segment was left behind"
+        );
     }
 }
 
@@ -240,17 +244,19 @@ fn ww_echo_over_uc_and_rc() {
     }
 }
 
-fn shm_segments() -> usize {
+/// Whether a SysV segment with `key` exists (other tests' segments do not count).
+fn shm_key_exists(key: i32) -> bool {
     std::fs::read_to_string("/proc/sysvipc/shm")
-        .map(|s| s.lines().count().saturating_sub(1))
-        .unwrap_or(0)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .any(|l| l.split_whitespace().next() == Some(&key.to_string()))
 }
 
 /// One Ctrl-C for the whole run (as a terminal sends it to the process group): every process
 /// prints what it measured and exits 0, and the master's request region is gone.
 #[test]
 fn sigint_mid_run_stops_all_three_and_removes_the_region() {
-    let before = shm_segments();
     let bin = env!("CARGO_BIN_EXE_ws-sequencer");
     let m = Memcached::start();
     let a = [
@@ -271,7 +277,10 @@ fn sigint_mid_run_stops_all_three_and_removes_the_region() {
     let worker = spawn(bin, &m, &a, "600");
     let client = spawn(bin, &m, &with(&a, &["--is-client", "1"]), "600");
     std::thread::sleep(Duration::from_secs(3));
-    assert!(shm_segments() > before, "the master made no SysV segment");
+    assert!(
+        shm_key_exists(9305),
+        "the master made no SysV segment with key 9305"
+    );
     // Running: wait for the client's connection (its first rates), then interrupt everyone.
     std::thread::sleep(Duration::from_secs(5));
     let started = Instant::now();
@@ -290,5 +299,8 @@ fn sigint_mid_run_stops_all_three_and_removes_the_region() {
     check_counting(&w, "Worker", 1, "ws-sequencer", "SEND");
     check_passive(&ms, "ws-sequencer");
     has(&w, "main: verify skipped: stopped by a signal");
-    assert_eq!(shm_segments(), before, "a SysV segment was left behind");
+    assert!(
+        !shm_key_exists(9305),
+        "the request region (key 9305) was left behind"
+    );
 }

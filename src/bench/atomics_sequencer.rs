@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use super::common::{flag01, require, CommonArgs, QueueArgs, Topology};
+use super::common::{all_connected, flag01, require, CommonArgs, QueueArgs, Topology};
 use super::endpoint::{connect_qp, idle_until_peer_done, publish_done, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
 use super::seq_verify::mix;
@@ -126,21 +126,8 @@ pub fn validate(a: &Args) -> Result<()> {
             "DrTM emulation needs --use-random 1 (one slot per key)".into()
         })?;
     }
-    if a.topo.is_client {
-        let last = a.topo.first_id() + a.topo.threads() - 1;
-        require(last < a.num_clients, || {
-            format!(
-                "client {last} (machine-id {} × num-threads {} + t) is beyond num-clients {}",
-                a.topo.machine_id,
-                a.topo.threads(),
-                a.num_clients
-            )
-        })?;
-    } else {
-        require(a.topo.num_threads.is_none(), || {
-            "the server runs one thread; --num-threads is for clients".into()
-        })?;
-    }
+    a.topo
+        .check_roles(a.num_clients, "num-clients", "the server runs one thread")?;
     Ok(())
 }
 
@@ -336,11 +323,7 @@ fn client(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counter
             a.common.wait(),
         )?;
         server_run = remote.run_id;
-        let remote = Remote {
-            addr: remote.info.buf_addr,
-            rkey: remote.info.rkey,
-            len: remote.info.buf_size,
-        };
+        let remote = Remote::of(&remote.info);
         let (op, size) = if a.emulate_drtm {
             (Op::Read, 64)
         } else {
@@ -371,6 +354,7 @@ fn client(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counter
     let timeout = PollTimeout::default();
     let (mut ops, mut atomics, mut reads) = (0u64, 0u64, 0u64);
     let mut q = 0;
+    all_connected(counters)?;
     counters.start(t);
     while !stop_requested() && ops < a.common.op_limit() {
         for i in 0..a.postlist as usize {

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::hot::{check_batching, Reap, UnsignaledCounter};
 use crate::mem::{HugePolicy, Placement};
 use crate::registry::WaitOptions;
+use crate::stats::Counters;
 use crate::verbs::Port;
 
 /// Parses the original suite's numeric booleans (`--is-client 1`).
@@ -251,5 +252,97 @@ impl Topology {
         require(self.threads() >= 1, || {
             "num-threads must be at least 1".into()
         })
+    }
+
+    /// For the applications, whose servers have thread counts of their own: a client process's
+    /// global ids must stay below `clients` (`flag` names that limit), and a server process
+    /// takes no `--num-threads` (`servers` says what it runs instead).
+    pub fn check_roles(&self, clients: usize, flag: &str, servers: &str) -> Result<()> {
+        if self.is_client {
+            let last = self.first_id() + self.threads() - 1;
+            require(last < clients, || {
+                format!(
+                    "client {last} (machine-id {} × num-threads {} + t) is beyond {flag} {clients}",
+                    self.machine_id,
+                    self.threads()
+                )
+            })
+        } else {
+            require(self.num_threads.is_none(), || {
+                format!("{servers}; --num-threads is for clients")
+            })
+        }
+    }
+}
+
+/// A server thread's measuring window: it opens with the first request, closes at a lull
+/// ([`Lull::POLLS`] empty polls in a row) and reopens with the next request, so a server's rate
+/// covers its traffic, not the quiet after its clients stopped.
+#[derive(Debug)]
+pub struct Lull {
+    t: usize,
+    idle: u32,
+    started: bool,
+}
+
+impl Lull {
+    /// Empty polls that make a lull (about 4 Ki: well under a millisecond of polling).
+    pub const POLLS: u32 = 4096;
+
+    /// The window of thread `t`.
+    pub fn new(t: usize) -> Self {
+        Lull {
+            t,
+            idle: 0,
+            started: false,
+        }
+    }
+
+    /// An empty poll. True once every [`Self::POLLS`] of them in a row: time to look whether
+    /// the peers have left (a registry round trip the busy path never pays).
+    #[inline(always)]
+    pub fn empty(&mut self, counters: &Counters) -> bool {
+        self.idle = self.idle.wrapping_add(1);
+        if self.idle == Self::POLLS && self.started {
+            counters.stop(self.t);
+        }
+        self.idle % Self::POLLS == 0
+    }
+
+    /// A poll that found work.
+    #[inline(always)]
+    pub fn busy(&mut self, counters: &Counters) {
+        if !self.started {
+            counters.start(self.t);
+            self.started = true;
+        } else if self.idle >= Self::POLLS {
+            counters.resume(self.t);
+        }
+        self.idle = 0;
+    }
+
+    /// Work was seen at least once.
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// The run is over: close the window unless a lull already did.
+    pub fn end(&self, counters: &Counters) {
+        if self.started && self.idle < Self::POLLS {
+            counters.stop(self.t);
+        }
+    }
+}
+
+/// Waits until every thread of this process has connected (see [`Counters::arrive`]), so that
+/// they start measuring together; a stop or failure meanwhile ends the wait with
+/// [`Error::Stopped`].
+pub fn all_connected(counters: &Counters) -> Result<()> {
+    if counters.arrive(crate::control::stop_requested) {
+        Ok(())
+    } else {
+        Err(Error::Stopped(
+            "stopped while the other threads were connecting".into(),
+        ))
     }
 }

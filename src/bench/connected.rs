@@ -165,11 +165,7 @@ pub(crate) fn connect_pair(s: &Connected<'_>, global_id: usize) -> Result<Pair> 
 impl Pair {
     /// The peer's buffer, as the target of a batch.
     pub fn remote_buf(&self) -> Remote {
-        Remote {
-            addr: self.remote.info.buf_addr,
-            rkey: self.remote.info.rkey,
-            len: self.remote.info.buf_size,
-        }
+        Remote::of(&self.remote.info)
     }
 }
 

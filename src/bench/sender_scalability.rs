@@ -278,11 +278,7 @@ fn server(a: &Args, t: usize, counters: &Counters) -> Result<()> {
             remote_offset: (c * stride) as u64,
             inline: !a.do_read,
         };
-        let r = Remote {
-            addr: remote.info.buf_addr,
-            rkey: remote.info.rkey,
-            len: remote.info.buf_size,
-        };
+        let r = Remote::of(&remote.info);
         batches.push(SendBatch::new(qp, &mr, spec, Some(r))?);
     }
     let mut per_qp: Vec<UnsignaledCounter> =

@@ -67,6 +67,26 @@ impl SeqTracker {
     }
 }
 
+/// A sequencer client's end with `--verify 1`: its own order check, then its count and hash
+/// left in the registry for the server run `server_run` (which checks the totals).
+pub fn report_client(reg: &Registry, me: &str, track: &SeqTracker, server_run: u64) -> Result<()> {
+    track.check(me)?;
+    reg.publish_result(
+        me,
+        &[
+            ("server_run", server_run),
+            ("count", track.count),
+            ("hash", track.hash),
+        ],
+    )?;
+    println!(
+        "main: {}: verify ok: {} values, each above the previous one from its reply QP",
+        me.replacen("client-", "Client ", 1),
+        track.count
+    );
+    Ok(())
+}
+
 /// The server side's check: waits (up to `wait`) for every client in `clients` that served
 /// through one of `server_runs` to publish its result, then compares them with `counter`.
 /// Returns the summary line.

@@ -17,11 +17,11 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use super::common::{require, CommonArgs, QueueArgs, Topology};
+use super::common::{all_connected, require, CommonArgs, Lull, QueueArgs, Topology};
 use super::echo_payload::{self, Outstanding};
 use super::endpoint::publish_done;
 use super::runner::{run_threads, Role};
-use super::seq_verify::{check_totals, SeqTracker};
+use super::seq_verify::{check_totals, report_client, SeqTracker};
 use super::ud_rpc::{ClientSet, UdRpc, UdRpcSpec};
 use crate::control::{stop_requested, stopped_by_signal};
 use crate::error::{Error, Result};
@@ -29,9 +29,6 @@ use crate::hot::{Payload, PollTimeout, GRH_BYTES};
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::WorkCompletion;
-
-/// Empty polls after which a server looks whether its clients have left.
-const LULL_POLLS: u32 = 4096;
 
 /// Which of the two benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,21 +154,11 @@ pub fn validate(kind: Kind, a: &Args) -> Result<()> {
             a.rq_depth, a.max_num_clients, a.num_server_threads, a.postlist
         )
     })?;
-    if a.topo.is_client {
-        let last = a.topo.first_id() + a.topo.threads() - 1;
-        require(last < a.max_num_clients, || {
-            format!(
-                "client {last} (machine-id {} × num-threads {} + t) is beyond max-num-clients {}",
-                a.topo.machine_id,
-                a.topo.threads(),
-                a.max_num_clients
-            )
-        })?;
-    } else {
-        require(a.topo.num_threads.is_none(), || {
-            "the server runs --num-server-threads threads; --num-threads is for clients".into()
-        })?;
-    }
+    a.topo.check_roles(
+        a.max_num_clients,
+        "max-num-clients",
+        "the server runs --num-server-threads threads",
+    )?;
     Ok(())
 }
 
@@ -270,26 +257,17 @@ fn server(
     );
     let mut wcs = vec![WorkCompletion::default(); a.postlist as usize];
     let mut body = vec![0u8; size];
-    let (mut ops, mut idle, mut started) = (0u64, 0u32, false);
+    let mut ops = 0u64;
+    let mut lull = Lull::new(t);
     while !stop_requested() && ops < a.common.op_limit() {
         let n = rpc.recv_cq.poll(&mut wcs)?;
         if n == 0 {
-            idle = idle.wrapping_add(1);
-            if idle == LULL_POLLS && started {
-                counters.stop(t);
-            }
-            if idle % LULL_POLLS == 0 && started && clients.all_done(reg)? {
+            if lull.empty(counters) && lull.started() && clients.all_done(reg)? {
                 break;
             }
             continue;
         }
-        if !started {
-            counters.start(t);
-            started = true;
-        } else if idle >= LULL_POLLS {
-            counters.resume(t);
-        }
-        idle = 0;
+        lull.busy(counters);
         let base = match kind {
             Kind::Sequencer => seq.fetch_add(n as u64, Ordering::Relaxed),
             Kind::Echo => 0,
@@ -325,9 +303,7 @@ fn server(
         ops += n as u64;
         counters.set(t, ops);
     }
-    if idle < LULL_POLLS && started {
-        counters.stop(t);
-    }
+    lull.end(counters);
     rpc.out.drain()?;
     println!(
         "main: Server {t}: average postlist = {:.2}",
@@ -445,6 +421,7 @@ fn client(
         rpc.out.flush()?;
         Ok(())
     };
+    all_connected(counters)?;
     send(&mut rpc, &mut replies, window)?;
     counters.start(t);
     let mut wcs = vec![WorkCompletion::default(); window];
@@ -494,19 +471,7 @@ fn client(
         }
         match kind {
             Kind::Sequencer => {
-                replies.seq.check(&me)?;
-                reg.publish_result(
-                    &me,
-                    &[
-                        ("server_run", remote.run_id),
-                        ("count", replies.seq.count),
-                        ("hash", replies.seq.hash),
-                    ],
-                )?;
-                println!(
-                    "main: Client {id}: verify ok: {} values, each above the previous one from its reply QP",
-                    replies.seq.count
-                );
+                report_client(reg, &me, &replies.seq, remote.run_id)?;
             }
             Kind::Echo => println!(
                 "main: Client {id}: verify ok: {sent} replies, each carrying its request's payload back"

@@ -9,7 +9,7 @@
 use clap::Parser;
 
 use super::common::{
-    check_inline, fill_byte, port_index_for, require, CommonArgs, QueueArgs, Topology,
+    check_inline, fill_byte, port_index_for, require, CommonArgs, Lull, QueueArgs, Topology,
 };
 use super::endpoint::{publish_done, selective_loop, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
@@ -26,7 +26,6 @@ use crate::verbs::{QpType, WorkCompletion};
 /// The immediate every ud-receiver SEND carries (and the server checks).
 pub const IMM: u32 = 3185;
 const POLL_BATCH: usize = 64;
-const LULL_POLLS: u32 = 4096;
 
 /// Flags of ud-sender and ud-receiver.
 #[derive(Parser, Debug, Clone)]
@@ -260,32 +259,20 @@ fn recv_loop(
     let cq = std::sync::Arc::clone(qp.recv_cq());
     let mut ops = 0u64;
     let mut bad_imm = 0u64;
-    let mut started = false;
-    let mut idle: u32 = 0;
+    // A receiver's rate covers first to last arrival, not the quiet after senders stop.
+    let mut lull = Lull::new(t);
     let mut sender = SenderWatch::default();
     while !stop_requested() {
         let n = cq.poll(&mut wcs)?;
         if n == 0 {
-            idle = idle.wrapping_add(1);
-            // A receiver's rate covers first to last arrival, not the quiet time after senders
-            // stop: mark the end at the first lull (≈ 4 Ki empty polls) and undo it if traffic resumes.
-            if idle == LULL_POLLS && started {
-                counters.stop(t);
-            }
             // Senders announce when they finish; look now and then (by the clock, not by a
             // count of polls) so the poll loop stays tight.
-            if idle % LULL_POLLS == 0 && bench == Bench::Sender && sender.finished(reg)? {
+            if lull.empty(counters) && bench == Bench::Sender && sender.finished(reg)? {
                 break;
             }
             continue;
         }
-        if !started {
-            counters.start(t);
-            started = true;
-        } else if idle >= LULL_POLLS {
-            counters.resume(t);
-        }
-        idle = 0;
+        lull.busy(counters);
         for wc in &wcs[..n] {
             wc.result()?;
             if bench == Bench::Receiver && wc.imm_data() != Some(IMM) {
@@ -296,9 +283,7 @@ fn recv_loop(
         ops += n as u64;
         counters.set(t, ops);
     }
-    if idle < LULL_POLLS {
-        counters.stop(t);
-    }
+    lull.end(counters);
     if bad_imm > 0 {
         return Err(Error::Verify(format!(
             "{bad_imm} SENDs arrived without immediate {IMM}"

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use super::common::{flag01, require, slot_stride, CommonArgs, QueueArgs, Topology};
+use super::common::{all_connected, flag01, require, slot_stride, CommonArgs, QueueArgs, Topology};
 use super::echo_payload;
 use super::endpoint::{publish_done, Endpoint, EndpointSpec};
 use super::runner::{run_threads, Role};
@@ -151,11 +151,7 @@ fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters)
         remote_offset: 0,
         inline: true,
     };
-    let target = Remote {
-        addr: remote.info.buf_addr,
-        rkey: remote.info.rkey,
-        len: remote.info.buf_size,
-    };
+    let target = Remote::of(&remote.info);
     let mut batch = SendBatch::new(qp, mr, send, Some(target))?;
     // The round's last WRITE is signaled and reaped before the next round: RC and UC complete in
     // order, so its CQE retires the whole window and at most `window` WRs are ever queued.
@@ -175,6 +171,7 @@ fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters)
     let (mut ops, mut round) = (0u64, 0u64);
     let tag_of = |round: u64, j: usize| echo_payload::tag(id, round * w as u64 + j as u64 + 1);
     if client {
+        all_connected(counters)?;
         counters.start(t);
     }
     while !stop_requested() && ops < a.common.op_limit() {

@@ -21,6 +21,17 @@ pub struct Remote {
     pub len: u64,
 }
 
+impl Remote {
+    /// The buffer a peer exposes in its connection attributes.
+    pub fn of(info: &crate::verbs::QpInfo) -> Remote {
+        Remote {
+            addr: info.buf_addr,
+            rkey: info.rkey,
+            len: info.buf_size,
+        }
+    }
+}
+
 /// Shape of a batch: `postlist` WRs of `size` bytes; slot `i` uses local offset
 /// `local_offset + i·stride` and remote offset `remote_offset + i·stride`.
 #[derive(Debug, Clone, Copy)]

@@ -27,6 +27,8 @@ struct Slot {
 pub struct Counters {
     epoch: Instant,
     slots: Box<[Slot]>,
+    /// Threads that finished their setup ([`Counters::arrive`]).
+    arrived: std::sync::atomic::AtomicUsize,
 }
 
 impl Counters {
@@ -35,6 +37,7 @@ impl Counters {
         Arc::new(Counters {
             epoch: Instant::now(),
             slots: (0..threads).map(|_| Slot::default()).collect(),
+            arrived: std::sync::atomic::AtomicUsize::new(0),
         })
     }
     /// Marks thread `t` as started now (its rate is measured from here).
@@ -43,6 +46,20 @@ impl Counters {
         self.slots[t].started.store(ns, Ordering::Release);
     }
     /// Marks thread `t`'s loop as over: its rate is measured up to here, not up to the summary
+    /// Thread setup is over (connected); then waits until every thread of the process says the
+    /// same, so that they start measuring together and `--duration` covers all of them. Returns
+    /// false if `give_up()` says so first (a failed or stopped run).
+    pub fn arrive(&self, give_up: impl Fn() -> bool) -> bool {
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        while self.arrived.load(Ordering::Acquire) < self.slots.len() {
+            if give_up() {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        true
+    }
+
     /// (which may come after draining, verifying and tearing down).
     pub fn stop(&self, t: usize) {
         let ns = self.epoch.elapsed().as_nanos() as u64 + 1;

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use super::master::bench_name;
 use super::{Kind, WsArgs};
+use crate::bench::common::all_connected;
 use crate::bench::echo_payload::{self, Outstanding};
 use crate::bench::endpoint::{publish_done, Endpoint, EndpointSpec};
 use crate::bench::runner::{run_threads, Role};
-use crate::bench::seq_verify::SeqTracker;
+use crate::bench::seq_verify::{report_client, SeqTracker};
 use crate::bench::ss::{drain_timeout, settle};
 use crate::bench::ud_rpc::{UdRpc, UdRpcSpec};
 use crate::control::stop_requested;
@@ -131,11 +132,7 @@ fn client(
         remote_offset: 0,
         inline: true,
     };
-    let target = Remote {
-        addr: remote.info.buf_addr,
-        rkey: remote.info.rkey,
-        len: remote.info.buf_size,
-    };
+    let target = Remote::of(&remote.info);
     let mut batch = SendBatch::new(qp, mr, send, Some(target))?;
     let mut sig = a.queue.counter();
     let timeout = PollTimeout::default();
@@ -177,6 +174,7 @@ fn client(
         };
         batch.post_selective(qp, &mut sig, timeout)
     };
+    all_connected(counters)?;
     for _ in 0..a.window {
         request(&mut batch, qp, &mut check)?;
     }
@@ -214,19 +212,7 @@ fn client(
         }
         match kind {
             Kind::Sequencer => {
-                check.seq.check(&me)?;
-                reg.publish_result(
-                    &me,
-                    &[
-                        ("server_run", workers.run_id),
-                        ("count", check.seq.count),
-                        ("hash", check.seq.hash),
-                    ],
-                )?;
-                println!(
-                    "main: Client {id}: verify ok: {} values, each above the previous one from its reply QP",
-                    check.seq.count
-                );
+                report_client(reg, &me, &check.seq, workers.run_id)?;
             }
             Kind::Echo => println!(
                 "main: Client {id}: verify ok: {} replies, each carrying an outstanding request's payload back",

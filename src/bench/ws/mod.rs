@@ -208,21 +208,16 @@ pub fn validate(kind: Kind, a: &WsArgs) -> Result<()> {
         "requests and replies",
     )?;
     a.layout(kind).check(a.rr_size)?;
-    if a.master || !a.topo.is_client {
+    if a.master {
         require(a.topo.num_threads.is_none(), || {
-            "the master runs one thread and the workers --num-workers; --num-threads is for clients"
-                .into()
+            "the master runs one thread; --num-threads is for clients".into()
         })?;
     } else {
-        let last = a.topo.first_id() + a.topo.threads() - 1;
-        require(last < a.num_clients, || {
-            format!(
-                "client {last} (machine-id {} × num-threads {} + t) is beyond num-clients {}",
-                a.topo.machine_id,
-                a.topo.threads(),
-                a.num_clients
-            )
-        })?;
+        a.topo.check_roles(
+            a.num_clients,
+            "num-clients",
+            "the workers run --num-workers threads",
+        )?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::master::bench_name;
 use super::{Kind, WsArgs, MASTER};
+use crate::bench::common::Lull;
 use crate::bench::endpoint::publish_done;
 use crate::bench::runner::{run_threads, Role};
 use crate::bench::seq_verify::check_totals;
@@ -15,9 +16,6 @@ use crate::error::Result;
 use crate::hot::{DestId, Payload, RequestRegion};
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
-
-/// Empty passes after which a worker looks whether its clients have left.
-const LULL_PASSES: u32 = 4096;
 
 pub(super) fn run(kind: Kind, a: &WsArgs, reg: &Arc<Registry>) -> Result<()> {
     let info = RunInfo {
@@ -106,7 +104,8 @@ fn worker(
     let mut picked: Vec<usize> = Vec::with_capacity(a.postlist as usize);
     let mut bodies = vec![[0u8; 64]; a.postlist as usize];
     let tag_at = payload - 8;
-    let (mut next, mut ops, mut idle, mut started) = (0usize, 0u64, 0u32, false);
+    let (mut next, mut ops) = (0usize, 0u64);
+    let mut lull = Lull::new(w);
     while !stop_requested() && ops < a.common.op_limit() {
         picked.clear();
         for _ in 0..a.num_clients {
@@ -135,22 +134,12 @@ fn worker(
             }
         }
         if picked.is_empty() {
-            idle = idle.wrapping_add(1);
-            if idle == LULL_PASSES && started {
-                counters.stop(w);
-            }
-            if idle % LULL_PASSES == 0 && started && clients.all_done(reg)? {
+            if lull.empty(counters) && lull.started() && clients.all_done(reg)? {
                 break;
             }
             continue;
         }
-        if !started {
-            counters.start(w);
-            started = true;
-        } else if idle >= LULL_PASSES {
-            counters.resume(w);
-        }
-        idle = 0;
+        lull.busy(counters);
         let n = picked.len();
         let base = match kind {
             Kind::Sequencer => seq.fetch_add(n as u64, Ordering::Relaxed),
@@ -172,9 +161,7 @@ fn worker(
         ops += n as u64;
         counters.set(w, ops);
     }
-    if idle < LULL_PASSES && started {
-        counters.stop(w);
-    }
+    lull.end(counters);
     for rpc in &mut rpcs {
         rpc.out.drain()?;
     }
