@@ -10,7 +10,7 @@ mod memcached;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use bench_run::{check_counting, check_passive, finish, spawn, SECS};
+use bench_run::{check_counting, check_passive, finish, finish_all, spawn, SECS};
 use memcached::Memcached;
 
 /// Seconds a side that leaves on its clients' "done" may run at most.
@@ -48,8 +48,9 @@ fn ss_sequencer_hands_out_every_value_once() {
         &with(&a, &["--num-threads", "2", "--is-client", "1"]),
         SECS,
     );
-    let c = finish(client, "client");
-    let s = finish(server, "server");
+    let [c, s]: [String; 2] = finish_all(vec![(client, "client"), (server, "server")])
+        .try_into()
+        .unwrap();
     check_counting(&c, "Client", 2, "ss-sequencer", "SEND");
     check_counting(&s, "Server", 2, "ss-sequencer", "SEND");
     has(&c, "main: Client 1: verify ok: ");
@@ -83,8 +84,9 @@ fn ss_echo_sends_every_payload_back() {
         &with(&a, &["--num-threads", "2", "--is-client", "1"]),
         SECS,
     );
-    let c = finish(client, "client");
-    let s = finish(server, "server");
+    let [c, s]: [String; 2] = finish_all(vec![(client, "client"), (server, "server")])
+        .try_into()
+        .unwrap();
     check_counting(&c, "Client", 2, "ss-echo", "SEND");
     check_counting(&s, "Server", 1, "ss-echo", "SEND");
     has(&c, "main: Client 0: verify ok: ");
@@ -185,9 +187,13 @@ fn ws_sequencer_master_workers_clients() {
         "1",
     ];
     let (master, worker, client) = three(bin, &m, &a, "2");
-    let c = finish(client, "client");
-    let w = finish(worker, "worker");
-    let ms = finish(master, "master");
+    let [c, w, ms]: [String; 3] = finish_all(vec![
+        (client, "client"),
+        (worker, "worker"),
+        (master, "master"),
+    ])
+    .try_into()
+    .unwrap();
     check_counting(&c, "Client", 2, "ws-sequencer", "WRITE");
     check_counting(&w, "Worker", 2, "ws-sequencer", "SEND");
     check_passive(&ms, "ws-sequencer");
@@ -217,9 +223,13 @@ fn ws_echo_master_workers_clients() {
         "1",
     ];
     let (master, worker, client) = three(bin, &m, &a, "2");
-    let c = finish(client, "client");
-    let w = finish(worker, "worker");
-    let ms = finish(master, "master");
+    let [c, w, ms]: [String; 3] = finish_all(vec![
+        (client, "client"),
+        (worker, "worker"),
+        (master, "master"),
+    ])
+    .try_into()
+    .unwrap();
     check_counting(&c, "Client", 2, "ws-echo", "WRITE");
     check_counting(&w, "Worker", 2, "ws-echo", "SEND");
     check_passive(&ms, "ws-echo");

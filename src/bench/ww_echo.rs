@@ -167,6 +167,7 @@ fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters)
     };
     let mut last8 = [0u8; 8];
     let mut body = vec![0u8; size];
+    let mut want_body = vec![0u8; size];
     let mut peer_done = PeerDone::new(&peer, remote.run_id);
     let (mut ops, mut round) = (0u64, 0u64);
     let tag_of = |round: u64, j: usize| echo_payload::tag(id, round * w as u64 + j as u64 + 1);
@@ -183,9 +184,12 @@ fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters)
             batch.post(qp)?;
             poll_one(qp.send_cq(), timeout)?;
         }
-        // The peer's window (requests at the server, replies at the client).
+        // The peer's window (requests at the server, replies at the client): a slot is in once
+        // its last 8 bytes hold what we expect there, then once all its bytes do (a WRITE's
+        // bytes land in no guaranteed order: Soft-RoCE copies them with memcpy).
         for j in 0..w {
-            let want = tail_of(tag_of(round, j));
+            let tag = tag_of(round, j);
+            let want = tail_of(tag);
             let mut spins = 0u32;
             while {
                 mr.read(j * slot + tail, &mut last8);
@@ -207,6 +211,25 @@ fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters)
                         // The client finished after its last round: so do we.
                         return finish(reg, &me, counters, t, started(ops));
                     }
+                }
+            }
+            if stop_requested() {
+                break;
+            }
+            echo_payload::fill(&mut want_body, tag);
+            let deadline = Instant::now() + Duration::from_secs(1);
+            loop {
+                mr.read(j * slot, &mut body);
+                if body == want_body {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    let what = if client { "reply" } else { "request" };
+                    return Err(Error::Verify(format!(
+                        "the {what} in slot {j} ended with its tag but its bytes are not {tag:#x}'s \
+                         (bytes {:02x?})",
+                        &body[..body.len().min(16)]
+                    )));
                 }
             }
         }

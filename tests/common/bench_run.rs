@@ -51,6 +51,32 @@ pub fn finish(c: Child, what: &str) -> String {
     stdout
 }
 
+/// Waits for every process of one run, then checks they all succeeded; a failure shows every
+/// process's output (a client's error is often explained by its server's).
+pub fn finish_all(procs: Vec<(Child, &str)>) -> Vec<String> {
+    let outs: Vec<(String, Output)> = procs
+        .into_iter()
+        .map(|(c, what)| (what.to_string(), c.wait_with_output().unwrap()))
+        .collect();
+    if outs.iter().any(|(_, o)| !o.status.success()) {
+        let all: Vec<String> = outs
+            .iter()
+            .map(|(what, o)| {
+                format!(
+                    "--- {what} ({}):\n{}\n{}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                )
+            })
+            .collect();
+        panic!("a process of the run failed:\n{}", all.join("\n"));
+    }
+    outs.into_iter()
+        .map(|(_, o)| String::from_utf8_lossy(&o.stdout).into_owned())
+        .collect()
+}
+
 /// Runs `bin` as server (`server_args`) and client (`client_args` + --is-client 1); the passive
 /// side gets a longer duration (it leaves on the active side's "done").
 pub fn run_pair(

@@ -7,8 +7,10 @@
 //! keeps `--window` requests outstanding in all, sending request `k` to worker `k mod
 //! num-workers`. A slot comes back to its client only after the worker answered it: a client
 //! with fewer than `window` requests out has had every earlier request to that slot answered,
-//! because a worker serves a client's slots in order. The last 8-byte word of a request is its
-//! tag (non-zero); the worker zeroes it once read.
+//! because a worker serves a client's slots in order. Every 8-byte word of a request holds its
+//! tag (client id and request number); a worker takes a request once the words hold exactly the
+//! tag it expects next from that client (a WRITE's bytes land in no guaranteed order, so a
+//! non-zero word may be half written), and zeroes the last word.
 //!
 //! Roles: `--master 1` (the region and the clients' connected QPs), `--is-client 0` (the
 //! workers, `--num-workers` threads), `--is-client 1` (client threads).

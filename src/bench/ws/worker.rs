@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::master::bench_name;
 use super::{Kind, WsArgs, MASTER};
 use crate::bench::common::Lull;
+use crate::bench::echo_payload;
 use crate::bench::endpoint::publish_done;
 use crate::bench::runner::{run_threads, Role};
 use crate::bench::seq_verify::check_totals;
@@ -101,6 +102,9 @@ fn worker(
         runs,
     );
     let mut slot = vec![0usize; a.num_clients];
+    // Requests served per client: the client numbers its requests k = 1, 2, … and sends request
+    // k to worker (k − 1) mod num-workers, so the next one we expect is known exactly.
+    let mut served = vec![0u64; a.num_clients];
     let mut picked: Vec<usize> = Vec::with_capacity(a.postlist as usize);
     let mut bodies = vec![[0u8; 64]; a.postlist as usize];
     let tag_at = payload - 8;
@@ -116,13 +120,26 @@ fn worker(
                 next + 1
             };
             let off = layout.offset(w, c, slot[c]);
-            if region.load_u64(off + tag_at) == 0 {
+            // A request is there once its tag word holds exactly the tag we expect next from
+            // this client: "non-zero" is not enough, a WRITE's bytes land in no guaranteed
+            // order (Soft-RoCE copies them with memcpy), so a half-written tag is non-zero.
+            let want = echo_payload::tag(c, served[c] * a.num_workers as u64 + w as u64 + 1);
+            if region.load_u64(off + tag_at) != want {
+                continue;
+            }
+            // ws-echo: every word of the request carries the tag; wait for all of them.
+            if kind == Kind::Echo
+                && (0..tag_at)
+                    .step_by(8)
+                    .any(|k| region.load_u64(off + k) != want)
+            {
                 continue;
             }
             if kind == Kind::Echo {
                 region.read(off, &mut bodies[picked.len()][..payload]);
             }
             region.store_u64(off + tag_at, 0);
+            served[c] += 1;
             slot[c] = if slot[c] + 1 == a.window {
                 0
             } else {
