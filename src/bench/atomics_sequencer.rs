@@ -37,6 +37,7 @@ const DRTM_ATOMIC_OFFSET: u64 = 24;
     name = "atomics-sequencer",
     version,
     args_override_self = true,
+    mut_arg("unsig_batch", |a| a.default_value("32").help("One signaled WR every N, per QP (kAppUnsigBatch)")),
     about = "RDMA atomics on an array of counters, an atomics-based sequencer (--use-random 0), \
 or DrTM-KV's READ/atomic mix (ATC'16 rdma_bench)"
 )]
