@@ -16,6 +16,7 @@ pub mod bench;
 pub mod control;
 pub mod error;
 pub mod hot;
+pub mod kv;
 pub mod mem;
 pub mod registry;
 pub mod stats;

@@ -74,6 +74,16 @@ impl HugeBuffer {
     pub fn is_huge(&self) -> bool {
         self.huge
     }
+    /// The buffer as 8-byte words, for a data structure that lives in hugepages (the MICA-style
+    /// store). Safe: a `HugeBuffer` is DMA-visible only after `MemoryRegion::register` took it
+    /// by value, so while it can be borrowed here nothing but this `&mut` reaches it.
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        // SAFETY: the mapping is page-aligned (so 8-aligned) and at least `len` bytes; `len / 8`
+        // whole words fit; `&mut self` excludes every other access (see above); the memory is
+        // initialised (zero-filled by mmap, or written since).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<u64>(), self.len / 8) }
+    }
+
     /// The bytes.
     ///
     /// # Safety

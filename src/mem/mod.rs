@@ -136,6 +136,22 @@ pub(crate) unsafe fn atomic_u64_at<'a>(p: *mut u8) -> &'a std::sync::atomic::Ato
     unsafe { std::sync::atomic::AtomicU64::from_ptr(p.cast::<u64>()) }
 }
 
+/// Hints the CPU to bring `r`'s cache line in (no effect on program state; a no-op on targets
+/// without a prefetch instruction).
+#[inline(always)]
+pub fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 only hints the cache; it cannot fault or change memory, and SSE is
+    // part of every x86_64 target.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (r as *const T).cast::<i8>(),
+        )
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
 pub(crate) fn round_up(n: usize, to: usize) -> usize {
     n.div_ceil(to) * to
 }

@@ -1,0 +1,199 @@
+use std::collections::HashMap;
+
+use super::*;
+use crate::mem::HugePolicy;
+
+fn store(buckets: usize, log_bytes: usize) -> Store {
+    Store::new(StoreConfig {
+        buckets,
+        log_bytes,
+        place: Placement {
+            huge: HugePolicy::Off,
+            numa_node: None,
+        },
+    })
+    .unwrap()
+}
+
+/// A key in bucket `bucket` with tag `tag`; `lo` tells keys of one bucket and tag apart.
+fn key(bucket: u32, tag: u16, lo: u64) -> Key {
+    Key((u128::from(tag) << 112) | (u128::from(bucket) << 64) | u128::from(lo))
+}
+
+fn get(s: &mut Store, k: Key) -> Option<Vec<u8>> {
+    let mut out = [0u8; MAX_VALUE];
+    s.get(k, &mut out).map(|n| out[..n].to_vec())
+}
+
+#[test]
+fn get_after_put_and_overwrites() {
+    let mut s = store(16, 1 << 16);
+    let k = Key::of(7);
+    assert_eq!(get(&mut s, k), None);
+    s.put(k, b"first value").unwrap();
+    assert_eq!(get(&mut s, k).as_deref(), Some(&b"first value"[..]));
+    // Same length: in place. Other length: a new item, the index follows it.
+    s.put(k, b"other value").unwrap();
+    assert_eq!(get(&mut s, k).as_deref(), Some(&b"other value"[..]));
+    s.put(k, &[9u8; MAX_VALUE]).unwrap();
+    assert_eq!(get(&mut s, k), Some(vec![9u8; MAX_VALUE]));
+    assert!(s.put(k, &[]).is_err());
+    assert!(s.put(k, &[0u8; MAX_VALUE + 1]).is_err());
+    assert_eq!(s.stats.get_misses, 1);
+}
+
+#[test]
+fn a_full_bucket_evicts_one_key_and_says_so() {
+    let mut s = store(4, 1 << 16);
+    let keys: Vec<Key> = (0..9).map(|t| key(2, 100 + t as u16, t)).collect();
+    for (i, k) in keys.iter().enumerate() {
+        s.put(*k, &[i as u8 + 1; 8]).unwrap();
+    }
+    assert_eq!(s.stats.index_evictions, 1);
+    // The ninth key took slot tag mod 8 = 108 mod 8 = 4: the fifth key's.
+    assert_eq!(get(&mut s, keys[4]), None);
+    for (i, k) in keys.iter().enumerate().filter(|(i, _)| *i != 4) {
+        assert_eq!(get(&mut s, *k), Some(vec![i as u8 + 1; 8]), "key {i}");
+    }
+}
+
+#[test]
+fn a_colliding_tag_loses_the_older_key_never_returns_the_wrong_value() {
+    let mut s = store(4, 1 << 16);
+    let (a, b) = (key(1, 42, 1), key(1, 42, 2));
+    s.put(a, b"value of a").unwrap();
+    s.put(b, b"value of b").unwrap();
+    assert_eq!(get(&mut s, b).as_deref(), Some(&b"value of b"[..]));
+    assert_eq!(get(&mut s, a), None);
+}
+
+#[test]
+fn log_wrap_around_drops_old_items_and_keeps_new_ones_whole() {
+    // 4 KiB of log, 72-byte items: the log wraps every ~56 inserts.
+    let mut s = store(1024, 4096);
+    let n = 1000u64;
+    for i in 0..n {
+        s.put(Key::of(i), &[(i % 251) as u8; MAX_VALUE]).unwrap();
+    }
+    assert!(s.stats.log_wraps >= 15, "{:?}", s.stats);
+    let (mut hits, mut misses) = (0, 0);
+    for i in 0..n {
+        match get(&mut s, Key::of(i)) {
+            Some(v) => {
+                assert_eq!(
+                    v,
+                    vec![(i % 251) as u8; MAX_VALUE],
+                    "key {i} came back torn or stale"
+                );
+                hits += 1;
+            }
+            None => misses += 1,
+        }
+    }
+    // The most recent lap is there; everything the head passed is gone.
+    assert!((40..=60).contains(&hits), "{hits} hits");
+    assert_eq!(hits + misses, n);
+    for i in n - 40..n {
+        assert!(get(&mut s, Key::of(i)).is_some(), "recent key {i} missing");
+    }
+}
+
+/// xorshift64*: a fixed, seedable stream for the model test.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Random batches against a `HashMap` model. A GET returns the model's value or misses; it
+/// never returns another value. In a store too big to evict or wrap, it never misses either.
+#[test]
+fn random_batches_agree_with_a_hashmap_model() {
+    for (seed, buckets, log, keys, lossless) in [
+        (1u64, 1 << 12, 1 << 20, 500u64, true),
+        (2, 1 << 12, 1 << 20, 2000, true),
+        (3, 8, 1 << 20, 300, false),    // full buckets: evictions
+        (4, 1 << 10, 4096, 300, false), // a small log: wraps
+        (5, 4, 8192, 200, false),       // both
+    ] {
+        let mut s = store(buckets, log);
+        let mut model: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut ops = Vec::with_capacity(MAX_BATCH);
+        let mut resps = vec![Resp::default(); MAX_BATCH];
+        for _round in 0..400 {
+            ops.clear();
+            let mut ids = Vec::new();
+            for _ in 0..1 + rng.next() % MAX_BATCH as u64 {
+                let id = rng.next() % keys;
+                let put = rng.next() % 4 == 0;
+                let len = 1 + (rng.next() % MAX_VALUE as u64) as usize;
+                let mut value = [0u8; MAX_VALUE];
+                for b in &mut value[..len] {
+                    *b = rng.next() as u8;
+                }
+                ops.push(Op {
+                    key: Key::of(id),
+                    opcode: if put { OP_PUT } else { OP_GET },
+                    val_len: len as u8,
+                    value,
+                });
+                ids.push(id);
+            }
+            s.batch(&ops, &mut resps);
+            // Replay the batch on the model in order, checking each GET as of its turn.
+            for ((op, r), id) in ops.iter().zip(&resps).zip(&ids) {
+                if op.opcode == OP_PUT {
+                    assert_eq!(r.kind, RESP_PUT_SUCCESS);
+                    model.insert(*id, op.value[..op.val_len as usize].to_vec());
+                    continue;
+                }
+                let want = model.get(id);
+                match r.kind {
+                    RESP_GET_SUCCESS => assert_eq!(
+                        Some(&r.value[..r.len as usize]),
+                        want.map(|v| &v[..]),
+                        "seed {seed}: key {id} returned a value that is not its latest"
+                    ),
+                    RESP_GET_FAIL => assert!(
+                        !lossless || want.is_none(),
+                        "seed {seed}: key {id} missing from a store that cannot lose it"
+                    ),
+                    k => panic!("unknown response {k}"),
+                }
+            }
+        }
+        if !lossless {
+            assert!(
+                s.stats.index_evictions + s.stats.log_wraps > 0,
+                "seed {seed}: the lossy configuration lost nothing: {:?}",
+                s.stats
+            );
+        }
+    }
+}
+
+#[test]
+fn populate_inserts_every_key_with_the_originals_values() {
+    let mut s = store(1 << 10, 1 << 20);
+    let evicted = s.populate(1000, 32).unwrap();
+    assert!(evicted < 0.01, "{evicted}");
+    let k = Key::of(123);
+    assert_eq!(get(&mut s, k), Some(vec![(k.0 >> 64) as u8; 32]));
+}
+
+#[test]
+fn bad_sizes_are_refused() {
+    let cfg = |buckets, log_bytes| StoreConfig {
+        buckets,
+        log_bytes,
+        place: Placement::default(),
+    };
+    assert!(Store::new(cfg(3, 1 << 20)).is_err());
+    assert!(Store::new(cfg(4, 1000)).is_err());
+    assert!(Store::new(cfg(4, 2048)).is_err());
+}
