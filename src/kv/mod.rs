@@ -8,6 +8,10 @@
 //! older value of its own key (every hit is checked against the key stored in the log, and a
 //! slot whose item the log head has passed is ignored).
 
+mod zipf;
+
+pub use zipf::Zipf;
+
 use crate::error::{Error, Result};
 use crate::mem::{prefetch, HugeBuffer, Placement};
 
