@@ -54,6 +54,7 @@ fn ss_sequencer_hands_out_every_value_once() {
     check_counting(&c, "Client", 2, "ss-sequencer", "SEND");
     check_counting(&s, "Server", 2, "ss-sequencer", "SEND");
     has(&c, "main: Client 1: verify ok: ");
+    has(&c, "main: Client 0: average latency = ");
     has(&s, "main: Server 0: average postlist = ");
     assert!(
         s.contains("values handed out, each received exactly once by 2 clients"),

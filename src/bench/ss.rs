@@ -29,6 +29,7 @@ use crate::hot::{Payload, PollTimeout, GRH_BYTES};
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::WorkCompletion;
+use std::time::Instant;
 
 /// Which of the two benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,6 +313,66 @@ fn server(
     publish_done(reg, &me)
 }
 
+/// Request-to-reply latency as the original's clients measure it: replies are anonymous, so
+/// each is matched to the oldest outstanding request (FIFO; the sum, hence the average, does not
+/// depend on the matching). One monotonic clock read per doorbell and one per poll, not per
+/// request; not the TSC, whose value may differ between the CPUs a thread migrates across.
+struct Latency {
+    epoch: Instant,
+    /// Send times (ns since `epoch`) of the outstanding requests, oldest first (a ring of
+    /// `window` entries).
+    sent: Vec<u64>,
+    head: usize,
+    len: usize,
+    total_ns: u64,
+    samples: u64,
+}
+
+impl Latency {
+    fn new(window: usize) -> Self {
+        Latency {
+            epoch: Instant::now(),
+            sent: vec![0; window],
+            head: 0,
+            len: 0,
+            total_ns: 0,
+            samples: 0,
+        }
+    }
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+    /// `k` requests went out at `now` (read before the doorbell: on Soft-RoCE the post itself
+    /// may carry a request all the way to the server and back).
+    #[inline]
+    fn sent(&mut self, k: usize, now: u64) {
+        let n = self.sent.len();
+        for _ in 0..k.min(n - self.len) {
+            self.sent[(self.head + self.len) % n] = now;
+            self.len += 1;
+        }
+    }
+    /// `k` replies came in now.
+    #[inline]
+    fn answered(&mut self, k: usize) {
+        let now = self.now();
+        let n = self.sent.len();
+        for _ in 0..k.min(self.len) {
+            self.total_ns += now.saturating_sub(self.sent[self.head]);
+            self.head = (self.head + 1) % n;
+            self.len -= 1;
+            self.samples += 1;
+        }
+    }
+    /// Average in microseconds.
+    fn average_us(&self) -> f64 {
+        if self.samples == 0 {
+            return 0.0;
+        }
+        self.total_ns as f64 / self.samples as f64 / 1e3
+    }
+}
+
 /// What a client checks in the replies it takes.
 struct Replies {
     kind: Kind,
@@ -422,7 +483,10 @@ fn client(
         Ok(())
     };
     all_connected(counters)?;
+    let mut latency = Latency::new(window);
+    let now = latency.now();
     send(&mut rpc, &mut replies, window)?;
+    latency.sent(window, now);
     counters.start(t);
     let mut wcs = vec![WorkCompletion::default(); window];
     let (mut ops, mut round) = (0u64, 0usize);
@@ -432,6 +496,7 @@ fn client(
         if n == 0 {
             continue;
         }
+        latency.answered(n);
         for wc in &wcs[..n] {
             wc.result()?;
             replies.take(&rpc, wc);
@@ -441,17 +506,27 @@ fn client(
         counters.set(t, ops);
         // The sequencer refills its window at once; the echo client waits for the whole round.
         match kind {
-            Kind::Sequencer => send(&mut rpc, &mut replies, n)?,
+            Kind::Sequencer => {
+                let now = latency.now();
+                send(&mut rpc, &mut replies, n)?;
+                latency.sent(n, now);
+            }
             Kind::Echo => {
                 round += n;
                 if round == window {
                     round = 0;
+                    let now = latency.now();
                     send(&mut rpc, &mut replies, window)?;
+                    latency.sent(window, now);
                 }
             }
         }
     }
     counters.stop(t);
+    println!(
+        "main: Client {id}: average latency = {:.2} us",
+        latency.average_us()
+    );
     // The replies to the requests still out: the server answers every request it received.
     let out = match kind {
         Kind::Sequencer => window,
