@@ -41,16 +41,7 @@ fn ss_sequencer_hands_out_every_value_once() {
         "--verify",
         "1",
     ];
-    let server = spawn(bin, &m, &a, SERVER_SECS);
-    let client = spawn(
-        bin,
-        &m,
-        &with(&a, &["--num-threads", "2", "--is-client", "1"]),
-        SECS,
-    );
-    let [c, s]: [String; 2] = finish_all(vec![(client, "client"), (server, "server")])
-        .try_into()
-        .unwrap();
+    let (c, s) = server_and_clients(bin, &m, &a, &["--num-threads", "2"]);
     check_counting(&c, "Client", 2, "ss-sequencer", "SEND");
     check_counting(&s, "Server", 2, "ss-sequencer", "SEND");
     has(&c, "main: Client 1: verify ok: ");
@@ -78,16 +69,7 @@ fn ss_echo_sends_every_payload_back() {
         "--verify",
         "1",
     ];
-    let server = spawn(bin, &m, &a, SERVER_SECS);
-    let client = spawn(
-        bin,
-        &m,
-        &with(&a, &["--num-threads", "2", "--is-client", "1"]),
-        SECS,
-    );
-    let [c, s]: [String; 2] = finish_all(vec![(client, "client"), (server, "server")])
-        .try_into()
-        .unwrap();
+    let (c, s) = server_and_clients(bin, &m, &a, &["--num-threads", "2"]);
     check_counting(&c, "Client", 2, "ss-echo", "SEND");
     check_counting(&s, "Server", 1, "ss-echo", "SEND");
     has(&c, "main: Client 0: verify ok: ");
@@ -126,15 +108,7 @@ fn atomics_sequencer_counts_every_fetch_and_add() {
             key,
         ];
         a.extend_from_slice(mode);
-        let server = spawn(bin, &m, &a, SERVER_SECS);
-        let client = spawn(
-            bin,
-            &m,
-            &with(&a, &["--num-threads", "2", "--is-client", "1"]),
-            SECS,
-        );
-        let c = finish(client, "client");
-        let s = finish(server, "server");
+        let (c, s) = server_and_clients(bin, &m, &a, &["--num-threads", "2"]);
         let op = if mode[0] == "--emulate-drtm" {
             "FETCH_ADD"
         } else {
@@ -149,6 +123,23 @@ fn atomics_sequencer_counts_every_fetch_and_add() {
             "the server's segment was left behind"
         );
     }
+}
+
+/// A server process (`a`) and a client process (`a` + `client_extra` + `--is-client 1`), both
+/// checked for success; returns (client output, server output).
+fn server_and_clients(
+    bin: &str,
+    m: &Memcached,
+    a: &[&'static str],
+    client_extra: &[&'static str],
+) -> (String, String) {
+    let server = spawn(bin, m, a, SERVER_SECS);
+    let client_args = with(&with(a, client_extra), &["--is-client", "1"]);
+    let client = spawn(bin, m, &client_args, SECS);
+    let [c, s]: [String; 2] = finish_all(vec![(client, "client"), (server, "server")])
+        .try_into()
+        .unwrap();
+    (c, s)
 }
 
 /// ws-*: master, worker process, client process.
@@ -245,10 +236,7 @@ fn ww_echo_over_uc_and_rc() {
         let a = [
             "--window", "16", "--size", "28", "--verify", "1", "--use-uc", uc,
         ];
-        let server = spawn(bin, &m, &a, SERVER_SECS);
-        let client = spawn(bin, &m, &with(&a, &["--is-client", "1"]), SECS);
-        let c = finish(client, "client");
-        let s = finish(server, "server");
+        let (c, s) = server_and_clients(bin, &m, &a, &[]);
         check_counting(&c, "Client", 1, "ww-echo", "WRITE");
         check_counting(&s, "Server", 1, "ww-echo", "WRITE");
         has(&c, "main: Client 0: verify ok: ");

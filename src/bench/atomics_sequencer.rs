@@ -15,18 +15,16 @@ use std::sync::Arc;
 use clap::Parser;
 
 use super::common::{all_connected, flag01, require, CommonArgs, QueueArgs, Topology};
-use super::endpoint::{connect_qp, idle_until_peer_done, publish_done, Endpoint, EndpointSpec};
+use super::endpoint::{idle_until_peer_done, publish_done, Endpoint, EndpointSpec};
+use super::region_ports;
 use super::runner::{run_threads, Role};
 use super::seq_verify::mix;
 use crate::control::{stop_requested, stopped_by_signal};
 use crate::error::{Error, Result};
 use crate::hot::{poll_one, Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec};
-use crate::mem::ShmBuffer;
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
-use crate::verbs::{
-    Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpType, QueuePair,
-};
+use crate::verbs::{Access, Port, QpType};
 
 /// DrTM's atomic field inside a 64-byte key-value slot (16-byte key, then version and lock).
 const DRTM_ATOMIC_OFFSET: u64 = 24;
@@ -190,56 +188,32 @@ fn server(a: &Args, reg: &Arc<Registry>) -> Result<()> {
         } else {
             Access::NONE
         };
-    // One SysV segment (the original's key) seen by every port's PD: port 0 creates it, the
-    // other ports attach it again.
-    let mut ports = Vec::new();
-    for p in 0..a.num_server_ports {
-        let port = a.common.open_port(a.common.port_index + p)?;
-        need_atomics(&port)?;
-        let pd = ProtectionDomain::new(port.context())?;
-        let buf = if p == 0 {
-            ShmBuffer::create(a.shm_key, a.buf_size, a.common.placement())?
-        } else {
-            ShmBuffer::attach(a.shm_key, a.buf_size)?
-        };
-        let mr = MemoryRegion::register(&pd, buf, access)?;
-        if p == 0 {
-            mr.fill(0);
-        }
-        let qps = a.num_clients * a.qps_per_client;
-        let cq = CompletionQueue::new(port.context(), (2 * qps as u32).max(16))?;
-        ports.push((port, pd, cq, mr));
-    }
+    let ports = region_ports::open(
+        &a.common,
+        a.num_server_ports,
+        a.shm_key,
+        a.buf_size,
+        access,
+        a.num_clients * a.qps_per_client,
+        need_atomics,
+    )?;
     let mut qps = Vec::new();
     let mut client_runs = Vec::new();
+    let mut watches = Vec::new();
     for c in 0..a.num_clients {
-        let (port, pd, cq, mr) = &ports[c % a.num_server_ports];
+        let p = c % a.num_server_ports;
         for j in 0..a.qps_per_client {
-            let caps = QpCaps {
-                max_send_wr: 2,
-                max_recv_wr: 1,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            };
-            let mut qp = QueuePair::new(pd, port, cq, cq, QpType::Rc, caps)?;
-            let me = format!(
-                "server-{}-{}",
-                c % a.num_server_ports,
-                c * a.qps_per_client + j
-            );
-            let info = qp.info(Some(mr));
-            let remote = connect_qp(
-                &mut qp,
-                mr,
-                &info,
-                reg,
-                &me,
-                &format!("client-{c}-{j}"),
-                a.common.wait(),
-            )?;
+            let me = format!("server-{p}-{}", c * a.qps_per_client + j);
+            let (qp, remote) =
+                ports[p].accept(QpType::Rc, reg, &me, &format!("client-{c}-{j}"), &a.common)?;
             if j == 0 {
                 client_runs.push(remote.run_id);
+                // A client killed mid-run leaves no done marker: the run ends as "peer lost".
+                watches.push(reg.watch(
+                    &format!("client-{c}-0"),
+                    remote.run_id,
+                    &format!("client-{c}"),
+                ));
             }
             qps.push(qp);
         }
@@ -251,7 +225,7 @@ fn server(a: &Args, reg: &Arc<Registry>) -> Result<()> {
     for (c, run) in client_runs.iter().enumerate() {
         idle_until_peer_done(reg, &format!("client-{c}"), *run)?;
     }
-    let mr = &ports[0].3;
+    let mr = &ports[0].mr;
     let slots = (a.buf_size / a.stride) as u64;
     let total = (0..slots)
         .filter(|&i| counter_offset(a, i) + 8 <= a.buf_size as u64)

@@ -6,6 +6,7 @@ pub mod common;
 mod connected;
 pub mod echo_payload;
 pub mod endpoint;
+pub mod region_ports;
 pub mod runner;
 pub mod seq_verify;
 pub mod ud_rpc;

@@ -69,7 +69,13 @@ impl SeqTracker {
 
 /// A sequencer client's end with `--verify 1`: its own order check, then its count and hash
 /// left in the registry for the server run `server_run` (which checks the totals).
-pub fn report_client(reg: &Registry, me: &str, track: &SeqTracker, server_run: u64) -> Result<()> {
+pub fn report_client(
+    reg: &Registry,
+    me: &str,
+    id: usize,
+    track: &SeqTracker,
+    server_run: u64,
+) -> Result<()> {
     track.check(me)?;
     reg.publish_result(
         me,
@@ -80,8 +86,7 @@ pub fn report_client(reg: &Registry, me: &str, track: &SeqTracker, server_run: u
         ],
     )?;
     println!(
-        "main: {}: verify ok: {} values, each above the previous one from its reply QP",
-        me.replacen("client-", "Client ", 1),
+        "main: Client {id}: verify ok: {} values, each above the previous one from its reply QP",
         track.count
     );
     Ok(())

@@ -22,10 +22,10 @@ use super::echo_payload::{self, Outstanding};
 use super::endpoint::publish_done;
 use super::runner::{run_threads, Role};
 use super::seq_verify::{check_totals, report_client, SeqTracker};
-use super::ud_rpc::{ClientSet, UdRpc, UdRpcSpec};
+use super::ud_rpc::{drain_timeout, settle, ClientSet, UdRpc, UdRpcSpec};
 use crate::control::{stop_requested, stopped_by_signal};
 use crate::error::{Error, Result};
-use crate::hot::{Payload, PollTimeout, GRH_BYTES};
+use crate::hot::{Payload, GRH_BYTES};
 use crate::registry::Registry;
 use crate::stats::{Counters, RunInfo};
 use crate::verbs::WorkCompletion;
@@ -546,7 +546,7 @@ fn client(
         }
         match kind {
             Kind::Sequencer => {
-                report_client(reg, &me, &replies.seq, remote.run_id)?;
+                report_client(reg, &me, id, &replies.seq, remote.run_id)?;
             }
             Kind::Echo => println!(
                 "main: Client {id}: verify ok: {sent} replies, each carrying its request's payload back"
@@ -554,28 +554,4 @@ fn client(
         }
     }
     publish_done(reg, &me)
-}
-
-/// How long a client waits for the replies to its last requests: a server that was stopped by
-/// the same Ctrl-C will not answer, so a signalled client waits only briefly.
-pub(crate) fn drain_timeout() -> PollTimeout {
-    PollTimeout(std::time::Duration::from_secs(if stopped_by_signal() {
-        1
-    } else {
-        5
-    }))
-}
-
-/// A client's drain result: replies missing after a signal are a note, not a failure (its
-/// servers were most likely stopped too), and nothing is verified. Returns whether every reply
-/// came back.
-pub(crate) fn settle(drained: Result<()>, me: &str) -> Result<bool> {
-    match drained {
-        Ok(()) => Ok(true),
-        Err(e) if stopped_by_signal() => {
-            eprintln!("{me}: stopped by a signal with replies outstanding ({e}); not verified");
-            Ok(false)
-        }
-        Err(e) => Err(e),
-    }
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::control::stopped_by_signal;
 use crate::error::{Error, Result};
 use crate::hot::{PollTimeout, RecvRing, UdPostlist, UnsignaledCounter, GRH_BYTES};
 use crate::mem::{HugeBuffer, Placement};
@@ -245,5 +246,29 @@ impl ClientSet {
             }
         }
         Ok(v)
+    }
+}
+
+/// How long a client waits for the replies to its last requests: a server that was stopped by
+/// the same Ctrl-C will not answer, so a signalled client waits only briefly.
+pub(crate) fn drain_timeout() -> PollTimeout {
+    PollTimeout(std::time::Duration::from_secs(if stopped_by_signal() {
+        1
+    } else {
+        5
+    }))
+}
+
+/// A client's drain result: replies missing after a signal are a note, not a failure (its
+/// servers were most likely stopped too), and nothing is verified. Returns whether every reply
+/// came back.
+pub(crate) fn settle(drained: Result<()>, me: &str) -> Result<bool> {
+    match drained {
+        Ok(()) => Ok(true),
+        Err(e) if stopped_by_signal() => {
+            eprintln!("{me}: stopped by a signal with replies outstanding ({e}); not verified");
+            Ok(false)
+        }
+        Err(e) => Err(e),
     }
 }

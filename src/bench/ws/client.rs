@@ -10,8 +10,7 @@ use crate::bench::echo_payload::{self, Outstanding};
 use crate::bench::endpoint::{publish_done, Endpoint, EndpointSpec};
 use crate::bench::runner::{run_threads, Role};
 use crate::bench::seq_verify::{report_client, SeqTracker};
-use crate::bench::ss::{drain_timeout, settle};
-use crate::bench::ud_rpc::{UdRpc, UdRpcSpec};
+use crate::bench::ud_rpc::{drain_timeout, settle, UdRpc, UdRpcSpec};
 use crate::control::stop_requested;
 use crate::error::{Error, Result};
 use crate::hot::{Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec};
@@ -147,7 +146,6 @@ fn client(
         bad: None,
         body: [0; 64],
     };
-    let mut body = [0u8; 64];
     // One request to the next worker in turn: its payload into our buffer (the WRITE is inlined,
     // so the buffer is free again once posted), then the WRITE into that worker's next slot.
     let mut request = |batch: &mut SendBatch,
@@ -156,8 +154,10 @@ fn client(
      -> Result<()> {
         sent += 1;
         let tag = echo_payload::tag(id, sent);
-        echo_payload::fill(&mut body[..payload], tag);
-        mr.write(0, &body[..payload]);
+        // Every word of the request is its tag (echo_payload's layout; payloads are whole words).
+        for k in (0..payload).step_by(8) {
+            mr.store_u64(k, tag);
+        }
         if kind == Kind::Echo && check.verify {
             check.out.add(tag);
         }
@@ -212,7 +212,7 @@ fn client(
         }
         match kind {
             Kind::Sequencer => {
-                report_client(reg, &me, &check.seq, workers.run_id)?;
+                report_client(reg, &me, id, &check.seq, workers.run_id)?;
             }
             Kind::Echo => println!(
                 "main: Client {id}: verify ok: {} replies, each carrying an outstanding request's payload back",

@@ -4,15 +4,13 @@
 use std::sync::Arc;
 
 use super::{Kind, WsArgs, MASTER};
-use crate::bench::endpoint::{connect_qp, idle_until_peer_done, publish_done};
+use crate::bench::endpoint::{idle_until_peer_done, publish_done};
+use crate::bench::region_ports;
 use crate::bench::runner::{run_threads, Role};
 use crate::error::Result;
-use crate::mem::ShmBuffer;
 use crate::registry::Registry;
 use crate::stats::RunInfo;
-use crate::verbs::{
-    Access, CompletionQueue, MemoryRegion, ProtectionDomain, QpCaps, QpInfo, QpType, QueuePair,
-};
+use crate::verbs::{Access, QpInfo, QpType};
 
 pub(super) fn run(kind: Kind, a: &WsArgs, reg: &Arc<Registry>) -> Result<()> {
     let info = RunInfo {
@@ -32,23 +30,16 @@ pub(super) fn run(kind: Kind, a: &WsArgs, reg: &Arc<Registry>) -> Result<()> {
         100.0 * a.layout(kind).check(a.rr_size)? as f64 / a.rr_size as f64
     );
     run_threads(info, Role::Passive, 1, &a.common, |_, _| {
-        let mut ports = Vec::new();
-        for p in 0..a.num_server_ports {
-            let port = a.common.open_port(a.common.port_index + p)?;
-            let pd = ProtectionDomain::new(port.context())?;
-            let buf = if p == 0 {
-                ShmBuffer::create(a.shm_key, a.rr_size, a.common.placement())?
-            } else {
-                ShmBuffer::attach(a.shm_key, a.rr_size)?
-            };
-            // Clients only WRITE requests here.
-            let mr = MemoryRegion::register(&pd, buf, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
-            if p == 0 {
-                mr.fill(0);
-            }
-            let cq = CompletionQueue::new(port.context(), (2 * a.num_clients as u32).max(16))?;
-            ports.push((port, pd, cq, mr));
-        }
+        // Clients only WRITE requests here.
+        let ports = region_ports::open(
+            &a.common,
+            a.num_server_ports,
+            a.shm_key,
+            a.rr_size,
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+            a.num_clients,
+            |_| Ok(()),
+        )?;
         // Workers and clients compare their slot layout with ours.
         reg.publish_result(MASTER, &super::layout_fields(kind, a))?;
         // Workers attach the segment once this entry is up.
@@ -62,29 +53,19 @@ pub(super) fn run(kind: Kind, a: &WsArgs, reg: &Arc<Registry>) -> Result<()> {
         let qp_type = if a.use_uc { QpType::Uc } else { QpType::Rc };
         let mut qps = Vec::with_capacity(a.num_clients);
         let mut runs = Vec::with_capacity(a.num_clients);
+        let mut watches = Vec::with_capacity(a.num_clients);
         for c in 0..a.num_clients {
             let p = c % a.num_server_ports;
-            let (port, pd, cq, mr) = &ports[p];
-            let caps = QpCaps {
-                max_send_wr: 2,
-                max_recv_wr: 1,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            };
-            let mut qp = QueuePair::new(pd, port, cq, cq, qp_type, caps)?;
-            let info = qp.info(Some(mr));
             let me = format!("master-{p}-{c}");
-            let remote = connect_qp(
-                &mut qp,
-                mr,
-                &info,
-                reg,
-                &me,
-                &format!("client-conn-{c}"),
-                a.common.wait(),
-            )?;
+            let (qp, remote) =
+                ports[p].accept(qp_type, reg, &me, &format!("client-conn-{c}"), &a.common)?;
             runs.push(remote.run_id);
+            // A client killed mid-run leaves no done marker: the run ends as "peer lost".
+            watches.push(reg.watch(
+                &format!("client-conn-{c}"),
+                remote.run_id,
+                &format!("client-{c}"),
+            ));
             qps.push(qp);
         }
         println!("main: Master connected all {} clients", a.num_clients);

@@ -1,0 +1,81 @@
+//! A server that exposes one memory region to many connected clients over several ports (the
+//! atomics-sequencer server's counters, the ws-* master's request region): one SysV segment
+//! with the original's key, created on the first port and attached again for every other
+//! port's PD, and one small QP per client connected over it.
+
+use std::sync::Arc;
+
+use super::common::CommonArgs;
+use super::endpoint::connect_qp;
+use crate::error::Result;
+use crate::mem::ShmBuffer;
+use crate::registry::{Entry, Registry};
+use crate::verbs::{
+    Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpType, QueuePair,
+};
+
+/// One port's view of the region.
+pub struct RegionPort {
+    port: Port,
+    pd: Arc<ProtectionDomain>,
+    cq: Arc<CompletionQueue>,
+    /// The region as registered on this port's PD.
+    pub mr: Arc<MemoryRegion>,
+}
+
+/// Segment `shm_key` of `size` bytes, zeroed, registered with `access` on ports
+/// `port-index .. +ports`; each port's CQ has room for `qps` QPs' connection checks.
+/// `check_port` vets each port first (e.g. atomics support).
+pub fn open(
+    common: &CommonArgs,
+    ports: usize,
+    shm_key: i32,
+    size: usize,
+    access: Access,
+    qps: usize,
+    check_port: impl Fn(&Port) -> Result<()>,
+) -> Result<Vec<RegionPort>> {
+    let mut out = Vec::with_capacity(ports);
+    for p in 0..ports {
+        let port = common.open_port(common.port_index + p)?;
+        check_port(&port)?;
+        let pd = ProtectionDomain::new(port.context())?;
+        let buf = if p == 0 {
+            ShmBuffer::create(shm_key, size, common.placement())?
+        } else {
+            ShmBuffer::attach(shm_key, size)?
+        };
+        let mr = MemoryRegion::register(&pd, buf, access)?;
+        if p == 0 {
+            mr.fill(0);
+        }
+        let cq = CompletionQueue::new(port.context(), (2 * qps as u32).max(16))?;
+        out.push(RegionPort { port, pd, cq, mr });
+    }
+    Ok(out)
+}
+
+impl RegionPort {
+    /// A QP of `qp_type` that exposes the region, met as `me` by the client `peer` (with the
+    /// connection check); it only ever answers, so its queues are minimal.
+    pub fn accept(
+        &self,
+        qp_type: QpType,
+        reg: &Registry,
+        me: &str,
+        peer: &str,
+        common: &CommonArgs,
+    ) -> Result<(QueuePair, Entry)> {
+        let caps = QpCaps {
+            max_send_wr: 2,
+            max_recv_wr: 1,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        };
+        let mut qp = QueuePair::new(&self.pd, &self.port, &self.cq, &self.cq, qp_type, caps)?;
+        let info = qp.info(Some(&self.mr));
+        let remote = connect_qp(&mut qp, &self.mr, &info, reg, me, peer, common.wait())?;
+        Ok((qp, remote))
+    }
+}
