@@ -109,6 +109,26 @@ impl RequestRegion {
         unsafe { atomic_u64_at(self.at(off, 8)) }.store(v, Ordering::Relaxed)
     }
 
+    /// The byte at `off` (HERD's opcode: one compare tells a request from an answered one).
+    ///
+    /// # Panics
+    /// If `off` is outside the region.
+    #[inline(always)]
+    pub fn load_u8(&self, off: usize) -> u8 {
+        // SAFETY: `at` checked the byte lies in the segment, attached while `self` lives.
+        unsafe { atomic_u8_at(self.at(off, 1)) }.load(Ordering::Relaxed)
+    }
+
+    /// Stores `v` at byte `off` (HERD marks a request answered by lowering its opcode).
+    ///
+    /// # Panics
+    /// As [`load_u8`](Self::load_u8).
+    #[inline(always)]
+    pub fn store_u8(&self, off: usize, v: u8) {
+        // SAFETY: as in `load_u8`.
+        unsafe { atomic_u8_at(self.at(off, 1)) }.store(v, Ordering::Relaxed)
+    }
+
     /// Copies `dst.len()` bytes at `off` (a request's payload).
     ///
     /// # Panics

@@ -255,13 +255,30 @@ impl SendBatch {
     /// If `i` is not below [`len`](Self::len).
     #[inline]
     pub fn retarget(&mut self, i: usize, op: Op, remote_offset: u64) -> Result<()> {
+        self.retarget_sized(i, op, remote_offset, self.size)
+    }
+
+    /// [`retarget`](Self::retarget) with `len` bytes instead of the batch's size, for requests
+    /// whose length varies (HERD's GETs and PUTs): `len` may not exceed the size the batch was
+    /// built and checked for (its inline limit included). Atomics move 8 bytes whatever `len`.
+    ///
+    /// # Panics
+    /// If `i` is not below [`len`](Self::len).
+    #[inline]
+    pub fn retarget_sized(&mut self, i: usize, op: Op, remote_offset: u64, len: u32) -> Result<()> {
         let wr = self.wrs.at(i);
         let Some(r) = self.remote else {
             return Err(Error::config(
                 "this batch has no remote buffer to retarget in",
             ));
         };
-        let len = if op.is_atomic() { 8 } else { self.size };
+        if len > self.size {
+            return Err(Error::config(format!(
+                "{len} bytes exceed the {}-byte size this batch was built for",
+                self.size
+            )));
+        }
+        let len = if op.is_atomic() { 8 } else { len };
         let end = remote_offset.checked_add(u64::from(len));
         if !op.is_remote()
             || end.is_none_or(|e| r.len != 0 && e > r.len)

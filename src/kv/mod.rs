@@ -50,6 +50,10 @@ impl Key {
     pub fn of(i: u64) -> Key {
         Key(xxhash_rust::xxh3::xxh3_128(&i.to_le_bytes()))
     }
+    /// MICA's 16-bit server field: which partition (HERD worker) owns the key.
+    pub fn server(self) -> u16 {
+        (self.0 >> 96) as u16
+    }
     fn bucket(self) -> u32 {
         (self.0 >> 64) as u32
     }
@@ -298,18 +302,47 @@ impl Store {
         }
     }
 
-    /// Inserts keys `Key::of(0 .. n)`, each with `val_len` bytes equal to the low byte of the
-    /// key's bucket word (the original's populate); returns the index eviction fraction.
+    /// Inserts keys `Key::of(0 .. n)`, each with `val_len` bytes of [`value_of`]`(key, 0)`;
+    /// returns the index eviction fraction.
     pub fn populate(&mut self, n: u64, val_len: usize) -> Result<f64> {
+        self.populate_where(n, val_len, |_| true)
+    }
+
+    /// [`populate`](Self::populate) with only the keys `mine` accepts (a worker's partition).
+    pub fn populate_where(
+        &mut self,
+        n: u64,
+        val_len: usize,
+        mine: impl Fn(Key) -> bool,
+    ) -> Result<f64> {
         let before = self.stats;
         let mut value = [0u8; MAX_VALUE];
+        let len = val_len.min(MAX_VALUE);
         for i in 0..n {
             let k = Key::of(i);
-            value[..val_len.min(MAX_VALUE)].fill(k.hi() as u8);
-            self.put(k, &value[..val_len.min(MAX_VALUE)])?;
+            if mine(k) {
+                value_of(k, 0, &mut value[..len]);
+                self.put(k, &value[..len])?;
+            }
         }
         let puts = self.stats.puts - before.puts;
         Ok((self.stats.index_evictions - before.index_evictions) as f64 / puts.max(1) as f64)
+    }
+}
+
+/// The value version `version` of `key` holds in a run (version 0: what populate inserts), so
+/// that a client can check a GET against the last PUT it made without keeping the bytes.
+#[inline]
+pub fn value_of(key: Key, version: u32, out: &mut [u8]) {
+    let mut x = key.lo() ^ (u64::from(version) << 32 | u64::from(version));
+    for chunk in out.chunks_mut(8) {
+        // splitmix64: every byte depends on key and version.
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
     }
 }
 

@@ -178,12 +178,40 @@ fn random_batches_agree_with_a_hashmap_model() {
 }
 
 #[test]
-fn populate_inserts_every_key_with_the_originals_values() {
+fn populate_inserts_every_key_with_its_version_0_value() {
     let mut s = store(1 << 10, 1 << 20);
     let evicted = s.populate(1000, 32).unwrap();
     assert!(evicted < 0.01, "{evicted}");
     let k = Key::of(123);
-    assert_eq!(get(&mut s, k), Some(vec![(k.0 >> 64) as u8; 32]));
+    let mut want = [0u8; 32];
+    value_of(k, 0, &mut want);
+    assert_eq!(get(&mut s, k), Some(want.to_vec()));
+}
+
+#[test]
+fn a_partition_holds_its_keys_only() {
+    let mut s = store(1 << 10, 1 << 20);
+    s.populate_where(1000, 8, |k| k.server() % 3 == 1).unwrap();
+    let mut mine = 0;
+    for i in 0..1000 {
+        let k = Key::of(i);
+        assert_eq!(get(&mut s, k).is_some(), k.server() % 3 == 1, "key {i}");
+        mine += usize::from(k.server() % 3 == 1);
+    }
+    // The server field is well mixed: about a third of the keys.
+    assert!((250..420).contains(&mine), "{mine}");
+}
+
+#[test]
+fn values_differ_by_version_and_key_and_are_stable() {
+    let (mut a, mut b, mut c) = ([0u8; 46], [0u8; 46], [0u8; 46]);
+    value_of(Key::of(1), 5, &mut a);
+    value_of(Key::of(1), 6, &mut b);
+    value_of(Key::of(2), 5, &mut c);
+    assert_ne!(a, b);
+    assert_ne!(a, c);
+    value_of(Key::of(1), 5, &mut b);
+    assert_eq!(a, b);
 }
 
 #[test]
