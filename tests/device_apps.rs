@@ -7,10 +7,12 @@ mod bench_run;
 #[path = "common/memcached.rs"]
 mod memcached;
 
-use std::process::Child;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bench_run::{check_counting, check_passive, finish, finish_all, spawn, SECS};
+use bench_run::{
+    check_counting, check_passive, finish_all, interrupt_all, master_workers_clients,
+    shm_key_exists, spawn, with, SECS,
+};
 use memcached::Memcached;
 
 /// Seconds a side that leaves on its clients' "done" may run at most.
@@ -21,10 +23,6 @@ fn has(out: &str, line_start: &str) {
         out.lines().any(|l| l.starts_with(line_start)),
         "no line starting with {line_start:?}:\n{out}"
     );
-}
-
-fn with(base: &[&'static str], more: &[&'static str]) -> Vec<&'static str> {
-    base.iter().chain(more).copied().collect()
 }
 
 #[test]
@@ -142,24 +140,6 @@ fn server_and_clients(
     (c, s)
 }
 
-/// ws-*: master, worker process, client process.
-fn three(
-    bin: &str,
-    m: &Memcached,
-    a: &[&'static str],
-    clients: &'static str,
-) -> (Child, Child, Child) {
-    let master = spawn(bin, m, &with(a, &["--master", "1"]), SERVER_SECS);
-    let worker = spawn(bin, m, a, SERVER_SECS);
-    let client = spawn(
-        bin,
-        m,
-        &with(a, &["--is-client", "1", "--num-threads", clients]),
-        SECS,
-    );
-    (master, worker, client)
-}
-
 #[test]
 fn ws_sequencer_master_workers_clients() {
     let bin = env!("CARGO_BIN_EXE_ws-sequencer");
@@ -178,14 +158,10 @@ fn ws_sequencer_master_workers_clients() {
         "--verify",
         "1",
     ];
-    let (master, worker, client) = three(bin, &m, &a, "2");
-    let [c, w, ms]: [String; 3] = finish_all(vec![
-        (client, "client"),
-        (worker, "worker"),
-        (master, "master"),
-    ])
-    .try_into()
-    .unwrap();
+    let [c, w, ms]: [String; 3] =
+        finish_all(master_workers_clients(bin, &m, &a, "2", SERVER_SECS, SECS))
+            .try_into()
+            .unwrap();
     check_counting(&c, "Client", 2, "ws-sequencer", "WRITE");
     check_counting(&w, "Worker", 2, "ws-sequencer", "SEND");
     check_passive(&ms, "ws-sequencer");
@@ -214,14 +190,10 @@ fn ws_echo_master_workers_clients() {
         "--verify",
         "1",
     ];
-    let (master, worker, client) = three(bin, &m, &a, "2");
-    let [c, w, ms]: [String; 3] = finish_all(vec![
-        (client, "client"),
-        (worker, "worker"),
-        (master, "master"),
-    ])
-    .try_into()
-    .unwrap();
+    let [c, w, ms]: [String; 3] =
+        finish_all(master_workers_clients(bin, &m, &a, "2", SERVER_SECS, SECS))
+            .try_into()
+            .unwrap();
     check_counting(&c, "Client", 2, "ws-echo", "WRITE");
     check_counting(&w, "Worker", 2, "ws-echo", "SEND");
     check_passive(&ms, "ws-echo");
@@ -241,15 +213,6 @@ fn ww_echo_over_uc_and_rc() {
         check_counting(&s, "Server", 1, "ww-echo", "WRITE");
         has(&c, "main: Client 0: verify ok: ");
     }
-}
-
-/// Whether a SysV segment with `key` exists (other tests' segments do not count).
-fn shm_key_exists(key: i32) -> bool {
-    std::fs::read_to_string("/proc/sysvipc/shm")
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .any(|l| l.split_whitespace().next() == Some(&key.to_string()))
 }
 
 /// One Ctrl-C for the whole run (as a terminal sends it to the process group): every process
@@ -272,9 +235,7 @@ fn sigint_mid_run_stops_all_three_and_removes_the_region() {
         "--verify",
         "1",
     ];
-    let master = spawn(bin, &m, &with(&a, &["--master", "1"]), "600");
-    let worker = spawn(bin, &m, &a, "600");
-    let client = spawn(bin, &m, &with(&a, &["--is-client", "1"]), "600");
+    let run = master_workers_clients(bin, &m, &a, "1", "600", "600");
     std::thread::sleep(Duration::from_secs(3));
     assert!(
         shm_key_exists(9305),
@@ -282,18 +243,7 @@ fn sigint_mid_run_stops_all_three_and_removes_the_region() {
     );
     // Running: wait for the client's connection (its first rates), then interrupt everyone.
     std::thread::sleep(Duration::from_secs(5));
-    let started = Instant::now();
-    for p in [&master, &worker, &client] {
-        // SAFETY: signalling our own children.
-        unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
-    }
-    let c = finish(client, "interrupted client");
-    let w = finish(worker, "interrupted worker");
-    let ms = finish(master, "interrupted master");
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "the stop took too long"
-    );
+    let [c, w, ms]: [String; 3] = interrupt_all(run).try_into().unwrap();
     check_counting(&c, "Client", 1, "ws-sequencer", "WRITE");
     check_counting(&w, "Worker", 1, "ws-sequencer", "SEND");
     check_passive(&ms, "ws-sequencer");

@@ -7,6 +7,7 @@ mod connected;
 pub mod echo_payload;
 pub mod endpoint;
 pub mod region_ports;
+pub mod request_rpc;
 pub mod runner;
 pub mod seq_verify;
 pub mod ud_rpc;

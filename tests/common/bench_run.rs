@@ -182,3 +182,80 @@ pub fn check_passive(out: &str, bench: &str) {
         (Some(bench), Some(true), Some(true))
     );
 }
+
+/// Checks HERD workers' store line and JSON: GET hit rate above `min_hit_rate`, batches of at
+/// least one request; returns (hit rate, average batch).
+pub fn check_herd_store(out: &str, min_hit_rate: f64) -> (f64, f64) {
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("main: Workers: GET hit rate = ")),
+        "no store line:\n{out}"
+    );
+    let kv: serde_json::Value = out
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["kv"] == true)
+        .unwrap_or_else(|| panic!("no store JSON:\n{out}"));
+    let rate = kv["get_hit_rate"].as_f64().unwrap();
+    let batch = kv["avg_batch"].as_f64().unwrap();
+    assert!(kv["gets"].as_u64().unwrap() > 0, "no GETs ran:\n{out}");
+    assert!(rate > min_hit_rate, "GET hit rate {rate}:\n{out}");
+    assert!(batch >= 1.0, "average batch {batch}:\n{out}");
+    (rate, batch)
+}
+
+/// Whether a SysV segment with `key` exists (other tests' segments do not count).
+pub fn shm_key_exists(key: i32) -> bool {
+    std::fs::read_to_string("/proc/sysvipc/shm")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .any(|l| l.split_whitespace().next() == Some(&key.to_string()))
+}
+
+/// One SIGINT to every process (as a terminal sends Ctrl-C to a whole job), then each must exit
+/// 0 within 30 s; returns their outputs in order.
+pub fn interrupt_all(procs: Vec<(Child, &str)>) -> Vec<String> {
+    let started = std::time::Instant::now();
+    for (p, _) in &procs {
+        // SAFETY: signalling our own children.
+        unsafe { libc::kill(p.id() as i32, libc::SIGINT) };
+    }
+    let outs = procs
+        .into_iter()
+        .map(|(p, what)| finish(p, &format!("interrupted {what}")))
+        .collect();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the stop took too long"
+    );
+    outs
+}
+
+/// `base` then `more`.
+pub fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(more).copied().collect()
+}
+
+/// A request-region run (ws-*, HERD) of flags `a`: the master and the worker process for
+/// `server_secs` at most, a client process of `clients` threads for `client_secs`; returned as
+/// (client, worker, master), the order their outputs are read in.
+pub fn master_workers_clients(
+    bin: &str,
+    m: &Memcached,
+    a: &[&str],
+    clients: &str,
+    server_secs: &str,
+    client_secs: &str,
+) -> Vec<(Child, &'static str)> {
+    let master = spawn(bin, m, &with(a, &["--master", "1"]), server_secs);
+    let worker = spawn(bin, m, a, server_secs);
+    let client = spawn(
+        bin,
+        m,
+        &with(a, &["--is-client", "1", "--num-threads", clients]),
+        client_secs,
+    );
+    vec![(client, "client"), (worker, "worker"), (master, "master")]
+}

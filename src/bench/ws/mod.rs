@@ -21,7 +21,8 @@ mod worker;
 
 use clap::Parser;
 
-use super::common::{flag01, require, CommonArgs, QueueArgs, Topology};
+use super::common::require;
+use super::request_rpc::{self, RpcArgs, RpcShape};
 use crate::error::Result;
 use crate::hot::SlotLayout;
 
@@ -37,55 +38,15 @@ pub enum Kind {
 /// Flags of ws-sequencer and ws-echo.
 #[derive(clap::Args, Debug, Clone)]
 pub struct WsArgs {
-    /// 1: run the master (request region and the clients' connected QPs)
-    #[arg(long, default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
-    pub master: bool,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub topo: Topology,
+    pub rpc: RpcArgs,
     /// Request bytes (ws-echo; ws-sequencer's requests are 8 bytes)
     #[arg(long, default_value_t = 8)]
     pub size: usize,
-    /// Workers: replies sent with one doorbell at most
-    #[arg(long, default_value_t = 32)]
-    pub postlist: u32,
-    /// Requests each client keeps outstanding (WINDOW_SIZE); also the slots per worker and client
-    #[arg(long, default_value_t = 32)]
-    pub window: usize,
-    /// Worker threads (NUM_WORKERS)
-    #[arg(long, alias = "num_workers", default_value_t = 6)]
-    pub num_workers: usize,
-    /// Client threads in the run, all machines together (NUM_CLIENTS); master and workers wait
-    /// for all of them
-    #[arg(long, alias = "num_clients", default_value_t = 70)]
-    pub num_clients: usize,
-    /// UD QPs each worker replies over per port, round-robin per batch (NUM_UD_QPS)
-    #[arg(long, alias = "num_ud_qps", default_value_t = 3)]
-    pub num_ud_qps: usize,
-    /// Server ports: base-port-index .. +N (client c is served on port c mod N)
-    #[arg(long, alias = "num_server_ports", default_value_t = 1)]
-    pub num_server_ports: usize,
-    /// Client ports: client c uses port base-port-index + c mod N
-    #[arg(long, alias = "num_client_ports", default_value_t = 1)]
-    pub num_client_ports: usize,
-    /// 1: requests over UC (the original), 0: over RC
-    #[arg(long, alias = "use_uc", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
-    pub use_uc: bool,
-    /// SysV key of the request region (MASTER_SHM_KEY; port p attaches the same segment)
-    #[arg(long, alias = "shm_key", default_value_t = 24)]
-    pub shm_key: i32,
-    /// Request region bytes (RR_SIZE)
-    #[arg(long, alias = "rr_size", default_value_t = 2 << 20)]
-    pub rr_size: usize,
     /// Largest postlist accepted (MAX_POSTLIST)
     #[arg(long, alias = "max_postlist", default_value_t = 128)]
     pub max_postlist: u32,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub queue: QueueArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub common: CommonArgs,
 }
 
 /// ws-sequencer's command line.
@@ -141,58 +102,35 @@ impl WsArgs {
             Kind::Echo => self.size,
         }
     }
+    /// Bytes per request slot.
+    fn slot_bytes(kind: Kind) -> usize {
+        match kind {
+            Kind::Sequencer => 8,
+            Kind::Echo => 64,
+        }
+    }
     /// The request region's slot layout.
     pub fn layout(&self, kind: Kind) -> SlotLayout {
-        SlotLayout {
-            workers: self.num_workers,
-            clients: self.num_clients,
-            window: self.window,
-            slot_bytes: match kind {
-                Kind::Sequencer => 8,
-                Kind::Echo => 64,
-            },
-        }
+        self.rpc.layout(Self::slot_bytes(kind))
+    }
+    /// What every role must agree on, as the master publishes it.
+    fn layout_fields(&self, kind: Kind) -> [(&'static str, u64); 4] {
+        [
+            ("num-workers", self.rpc.num_workers as u64),
+            ("num-clients", self.rpc.num_clients as u64),
+            ("window", self.rpc.window as u64),
+            ("size", self.payload(kind) as u64),
+        ]
     }
 }
 
 /// The checks that refuse a run before anything is made.
 pub fn validate(kind: Kind, a: &WsArgs) -> Result<()> {
-    a.common.check()?;
-    a.topo.check()?;
-    require(!a.topo.dual_port, || {
-        "--dual-port is not a flag of this benchmark: use --num-server-ports/--num-client-ports"
-            .into()
-    })?;
-    require(
-        a.num_workers >= 1 && a.num_clients >= 1 && a.num_ud_qps >= 1,
-        || "num-workers, num-clients and num-ud-qps must be at least 1".into(),
+    a.rpc.check(
+        master::bench_name(kind),
+        a.max_postlist,
+        WsArgs::slot_bytes(kind),
     )?;
-    require(a.num_server_ports >= 1 && a.num_client_ports >= 1, || {
-        "num-server-ports and num-client-ports must be at least 1".into()
-    })?;
-    a.queue.check(a.postlist, a.max_postlist)?;
-    require(a.window >= 1, || "window must be at least 1".into())?;
-    require(a.window as u64 <= u64::from(a.queue.queue_depth), || {
-        format!(
-            "window ({}) exceeds the queue depth ({}): a client's RECV queue holds one reply per outstanding request",
-            a.window, a.queue.queue_depth
-        )
-    })?;
-    require(a.window as u64 <= u64::from(a.queue.unsig_batch), || {
-        format!(
-            "window ({}) must not exceed unsig_batch ({}): a client's unsignaled WRITEs must not outrun its send queue",
-            a.window, a.queue.unsig_batch
-        )
-    })?;
-    // Workers only: a pass over the clients finds at most one request per client.
-    if !a.master && !a.topo.is_client {
-        require(a.postlist as usize <= a.num_clients, || {
-            format!(
-            "postlist ({}) exceeds num-clients ({}): a worker finds at most one request per client in a pass",
-            a.postlist, a.num_clients
-        )
-        })?;
-    }
     match kind {
         Kind::Sequencer => require(a.size == 8, || {
             format!("ws-sequencer's requests are 8 bytes, not {}", a.size)
@@ -206,73 +144,26 @@ pub fn validate(kind: Kind, a: &WsArgs) -> Result<()> {
     }
     super::common::check_inline(
         a.payload(kind) as u64,
-        a.queue.max_inline,
+        a.rpc.queue.max_inline,
         "requests and replies",
-    )?;
-    a.layout(kind).check(a.rr_size)?;
-    if a.master {
-        require(a.topo.num_threads.is_none(), || {
-            "the master runs one thread; --num-threads is for clients".into()
-        })?;
-    } else {
-        a.topo.check_roles(
-            a.num_clients,
-            "num-clients",
-            "the workers run --num-workers threads",
-        )?;
-    }
-    Ok(())
+    )
 }
 
 fn run(kind: Kind, a: WsArgs) -> Result<()> {
     validate(kind, &a)?;
-    let reg = a.common.registry()?;
-    if a.master {
-        master::run(kind, &a, &reg)
-    } else if a.topo.is_client {
-        client::run(kind, &a, &reg)
-    } else {
-        worker::run(kind, &a, &reg)
-    }
-}
-
-/// Registry name of the master's entry (workers wait for it before attaching the region).
-const MASTER: &str = "master";
-
-/// What every role must agree on, as the master publishes it.
-fn layout_fields(kind: Kind, a: &WsArgs) -> [(&'static str, u64); 4] {
-    [
-        ("num-workers", a.num_workers as u64),
-        ("num-clients", a.num_clients as u64),
-        ("window", a.window as u64),
-        ("size", a.payload(kind) as u64),
-    ]
-}
-
-/// Refuses a worker or client whose slot layout differs from the master's (it would poll or
-/// write the wrong slots and hang).
-fn check_layout(
-    reg: &crate::registry::Registry,
-    kind: Kind,
-    a: &WsArgs,
-    master_run: u64,
-) -> Result<()> {
-    // An earlier master's record (it outlives its run for a minute) says nothing about this one.
-    let Some(rec) = reg
-        .lookup_result(MASTER)?
-        .filter(|r| r.run_id == master_run)
-    else {
-        return Ok(());
+    let reg = a.rpc.common.registry()?;
+    let fields = a.layout_fields(kind);
+    let shape = RpcShape {
+        bench: master::bench_name(kind),
+        size: a.payload(kind) as u64,
+        slot_bytes: WsArgs::slot_bytes(kind),
+        fields: &fields,
     };
-    for (k, v) in layout_fields(kind, a) {
-        if let Some(m) = rec.get(k) {
-            require(m == v, || {
-                format!(
-                    "the master runs with --{k} {m} but this process with --{k} {v}: master, \
-                     workers and clients need the same --num-workers, --num-clients, --window and --size"
-                )
-            })?;
-        }
+    if a.rpc.master {
+        request_rpc::run_master(shape, &a.rpc, &reg)
+    } else if a.rpc.topo.is_client {
+        client::run(kind, shape, &a, &reg)
+    } else {
+        worker::run(kind, shape, &a, &reg)
     }
-    Ok(())
 }

@@ -4,39 +4,24 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::master::bench_name;
-use super::{Kind, WsArgs, MASTER};
+use super::{Kind, WsArgs};
 use crate::bench::common::Lull;
 use crate::bench::echo_payload;
 use crate::bench::endpoint::publish_done;
-use crate::bench::runner::{run_threads, Role};
+use crate::bench::request_rpc::{self, RpcShape, WorkerLink};
 use crate::bench::seq_verify::check_totals;
-use crate::bench::ud_rpc::{ClientSet, UdRpc, UdRpcSpec};
 use crate::control::{stop_requested, stopped_by_signal};
 use crate::error::Result;
-use crate::hot::{DestId, Payload, RequestRegion};
+use crate::hot::Payload;
 use crate::registry::Registry;
-use crate::stats::{Counters, RunInfo};
+use crate::stats::Counters;
 
-pub(super) fn run(kind: Kind, a: &WsArgs, reg: &Arc<Registry>) -> Result<()> {
-    let info = RunInfo {
-        bench: bench_name(kind),
-        role: "Worker",
-        op: "SEND",
-        size: a.payload(kind) as u64,
-        postlist: u64::from(a.postlist),
-        first_id: 0,
-        json: a.common.json,
-    };
-    println!("main: Using {} threads", a.num_workers);
+pub(super) fn run(kind: Kind, shape: RpcShape<'_>, wa: &WsArgs, reg: &Arc<Registry>) -> Result<()> {
+    let a = &wa.rpc;
     let seq = AtomicU64::new(0);
-    run_threads(
-        info,
-        Role::Counting,
-        a.num_workers,
-        &a.common,
-        |w, counters| worker(kind, a, reg, &seq, w, counters),
-    )?;
+    request_rpc::run_workers(shape, a, shape.size, |w, counters| {
+        worker(kind, shape, wa, reg, &seq, w, counters)
+    })?;
     if kind == Kind::Sequencer && a.common.verify && stopped_by_signal() {
         println!("main: verify skipped: stopped by a signal before every client could report");
     } else if kind == Kind::Sequencer && a.common.verify {
@@ -55,52 +40,24 @@ pub(super) fn run(kind: Kind, a: &WsArgs, reg: &Arc<Registry>) -> Result<()> {
 
 fn worker(
     kind: Kind,
-    a: &WsArgs,
+    shape: RpcShape<'_>,
+    wa: &WsArgs,
     reg: &Arc<Registry>,
     seq: &AtomicU64,
     w: usize,
     counters: &Counters,
 ) -> Result<()> {
-    let master = reg.find_ready(MASTER, a.common.wait())?;
-    let _watch = reg.watch(MASTER, master.run_id, MASTER);
-    super::check_layout(reg, kind, a, master.run_id)?;
-    let region = RequestRegion::attach(a.shm_key, a.rr_size)?;
-    let layout = a.layout(kind);
-    let payload = a.payload(kind);
-    let mut rpcs = Vec::with_capacity(a.num_server_ports);
-    for p in 0..a.num_server_ports {
-        let port = a.common.open_port(a.common.port_index + p)?;
-        let spec = UdRpcSpec {
-            qps: a.num_ud_qps,
-            queue_depth: a.queue.queue_depth,
-            recv_slots: 1,
-            recv_payload: 0,
-            max_postlist: a.postlist as usize,
-            send_payload: payload,
-            max_inline: a.queue.max_inline,
-        };
-        rpcs.push(UdRpc::new(
-            &port,
-            spec,
-            a.common.placement(),
-            a.queue.counter(),
-        )?);
-    }
+    let a = &wa.rpc;
+    let payload = wa.payload(kind);
+    let WorkerLink {
+        region,
+        mut rpcs,
+        dests,
+        mut clients,
+        watch: _master,
+    } = request_rpc::connect_worker(shape, a, reg, w, payload)?;
     let me = format!("worker-{w}");
-    reg.announce(&me, &rpcs[0].info())?;
-    // Every client's UD QP, and an AH to it from the port that serves it.
-    let mut dests: Vec<(DestId, u32)> = Vec::with_capacity(a.num_clients);
-    let mut runs = Vec::with_capacity(a.num_clients);
-    for c in 0..a.num_clients {
-        let e = reg.find_ready(&format!("client-dgram-{c}"), a.common.wait())?;
-        let dest = rpcs[c % a.num_server_ports].dest_to(&e.info)?;
-        dests.push((dest, e.info.qpn));
-        runs.push(e.run_id);
-    }
-    let mut clients = ClientSet::known(
-        (0..a.num_clients).map(|c| format!("client-{c}")).collect(),
-        runs,
-    );
+    let layout = wa.layout(kind);
     let mut slot = vec![0usize; a.num_clients];
     // Requests served per client: the client numbers its requests k = 1, 2, … and sends request
     // k to worker (k − 1) mod num-workers, so the next one we expect is known exactly.

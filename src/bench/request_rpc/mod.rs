@@ -1,0 +1,197 @@
+//! What the request-region RPCs (ws-sequencer, ws-echo, HERD) share: their flags and checks,
+//! the master (it creates the request region — a SysV segment every server port registers,
+//! remote-write only —, connects one QP per client over it, publishes the slot layout every
+//! role must agree on, and leaves once every client is done), a worker's UD reply QPs and its
+//! clients' addresses, and a client's connection (a UC/RC QP to the master, a UD QP for the
+//! replies). Workers, in another process, attach the segment by key and poll it.
+
+mod links;
+mod master;
+mod window;
+
+pub use links::{connect_client, connect_worker, ClientLink, WorkerLink};
+pub use master::{check_layout, run_master, MASTER};
+pub use window::{run_window, WindowClient};
+
+use super::common::{flag01, require, CommonArgs, QueueArgs, Topology};
+use super::runner::{run_threads, Role};
+use crate::error::Result;
+use crate::hot::SlotLayout;
+use crate::stats::{Counters, RunInfo, Summary};
+
+/// The flags every request-region RPC has (ws-*'s defaults; HERD changes some with `mut_arg`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RpcArgs {
+    /// 1: run the master (request region and the clients' connected QPs)
+    #[arg(long, default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub master: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub topo: Topology,
+    /// Workers: replies sent with one doorbell at most
+    #[arg(long, default_value_t = 32)]
+    pub postlist: u32,
+    /// Requests each client keeps outstanding (WINDOW_SIZE); also the slots per worker and client
+    #[arg(long, default_value_t = 32)]
+    pub window: usize,
+    /// Worker threads (NUM_WORKERS)
+    #[arg(long, alias = "num_workers", default_value_t = 6)]
+    pub num_workers: usize,
+    /// Client threads in the run, all machines together (NUM_CLIENTS); master and workers wait
+    /// for all of them
+    #[arg(long, alias = "num_clients", default_value_t = 70)]
+    pub num_clients: usize,
+    /// UD QPs each worker replies over per port, round-robin per batch (NUM_UD_QPS)
+    #[arg(long, alias = "num_ud_qps", default_value_t = 3)]
+    pub num_ud_qps: usize,
+    /// Server ports: base-port-index .. +N (client c is served on port c mod N)
+    #[arg(long, alias = "num_server_ports", default_value_t = 1)]
+    pub num_server_ports: usize,
+    /// Client ports: client c uses port base-port-index + c mod N
+    #[arg(long, alias = "num_client_ports", default_value_t = 1)]
+    pub num_client_ports: usize,
+    /// 1: requests over UC (the original), 0: over RC
+    #[arg(long, alias = "use_uc", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub use_uc: bool,
+    /// SysV key of the request region (MASTER_SHM_KEY; port p attaches the same segment)
+    #[arg(long, alias = "shm_key", default_value_t = 24)]
+    pub shm_key: i32,
+    /// Request region bytes (RR_SIZE)
+    #[arg(long, alias = "rr_size", default_value_t = 2 << 20)]
+    pub rr_size: usize,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub queue: QueueArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+}
+
+impl RpcArgs {
+    /// The request region's layout in slots of `slot_bytes`.
+    pub fn layout(&self, slot_bytes: usize) -> SlotLayout {
+        SlotLayout {
+            workers: self.num_workers,
+            clients: self.num_clients,
+            window: self.window,
+            slot_bytes,
+        }
+    }
+
+    /// The checks every request-region RPC makes before anything is created: `name` is the
+    /// benchmark, `max_postlist` its largest batch, `slot_bytes` its slot size.
+    pub fn check(&self, name: &str, max_postlist: u32, slot_bytes: usize) -> Result<()> {
+        self.common.check()?;
+        self.topo.check()?;
+        require(!self.topo.dual_port, || {
+            format!(
+                "--dual-port is not a flag of {name}: use --num-server-ports/--num-client-ports"
+            )
+        })?;
+        require(
+            self.num_workers >= 1 && self.num_clients >= 1 && self.num_ud_qps >= 1,
+            || "num-workers, num-clients and num-ud-qps must be at least 1".into(),
+        )?;
+        require(
+            self.num_server_ports >= 1 && self.num_client_ports >= 1,
+            || "num-server-ports and num-client-ports must be at least 1".into(),
+        )?;
+        self.queue.check(self.postlist, max_postlist)?;
+        require(self.window >= 1, || "window must be at least 1".into())?;
+        require(
+            self.window as u64 <= u64::from(self.queue.queue_depth),
+            || {
+                format!(
+                "window ({}) exceeds the queue depth ({}): a client's RECV queue holds one reply per outstanding request",
+                self.window, self.queue.queue_depth
+            )
+            },
+        )?;
+        require(
+            self.window as u64 <= u64::from(self.queue.unsig_batch),
+            || {
+                format!(
+                "window ({}) must not exceed unsig_batch ({}): a client's unsignaled WRITEs must not outrun its send queue",
+                self.window, self.queue.unsig_batch
+            )
+            },
+        )?;
+        // Workers only: a pass over the clients finds at most one request per client.
+        if !self.master && !self.topo.is_client {
+            require(self.postlist as usize <= self.num_clients, || {
+                format!(
+                    "postlist ({}) exceeds num-clients ({}): a worker finds at most one request per client in a pass",
+                    self.postlist, self.num_clients
+                )
+            })?;
+        }
+        self.layout(slot_bytes).check(self.rr_size)?;
+        if self.master {
+            require(self.topo.num_threads.is_none(), || {
+                "the master runs one thread; --num-threads is for clients".into()
+            })
+        } else {
+            self.topo.check_roles(
+                self.num_clients,
+                "num-clients",
+                "the workers run --num-workers threads",
+            )
+        }
+    }
+}
+
+/// What a benchmark tells the roles besides its flags.
+#[derive(Debug, Clone, Copy)]
+pub struct RpcShape<'a> {
+    /// The benchmark's name (report lines).
+    pub bench: &'static str,
+    /// Request bytes (report lines).
+    pub size: u64,
+    /// Bytes per request slot.
+    pub slot_bytes: usize,
+    /// The layout's flags and values, which workers and clients must share with the master.
+    pub fields: &'a [(&'static str, u64)],
+}
+
+/// Runs this process's workers (`--num-workers` threads, `worker(w, counters)`) under the
+/// report loop; their replies carry `reply_size` bytes.
+pub fn run_workers(
+    shape: RpcShape<'_>,
+    a: &RpcArgs,
+    reply_size: u64,
+    worker: impl Fn(usize, &Counters) -> Result<()> + Sync,
+) -> Result<Summary> {
+    let info = RunInfo {
+        bench: shape.bench,
+        role: "Worker",
+        op: "SEND",
+        size: reply_size,
+        postlist: u64::from(a.postlist),
+        first_id: 0,
+        json: a.common.json,
+    };
+    println!("main: Using {} threads", a.num_workers);
+    run_threads(info, Role::Counting, a.num_workers, &a.common, worker)
+}
+
+/// Runs this process's client threads (`client(global id, t, counters)`) under the report loop.
+pub fn run_clients(
+    shape: RpcShape<'_>,
+    a: &RpcArgs,
+    client: impl Fn(usize, usize, &Counters) -> Result<()> + Sync,
+) -> Result<Summary> {
+    let first_id = a.topo.first_id();
+    let info = RunInfo {
+        bench: shape.bench,
+        role: "Client",
+        op: "WRITE",
+        size: shape.size,
+        postlist: 1,
+        first_id,
+        json: a.common.json,
+    };
+    println!("main: Using {} threads", a.topo.threads());
+    run_threads(info, Role::Counting, a.topo.threads(), &a.common, |t, c| {
+        client(first_id + t, t, c)
+    })
+}

@@ -1,0 +1,56 @@
+//! A client's closed loop: `window` requests out, one new request per reply.
+
+use crate::bench::ud_rpc::{drain_timeout, settle, UdRpc};
+use crate::control::stop_requested;
+use crate::error::Result;
+use crate::stats::Counters;
+use crate::verbs::WorkCompletion;
+
+/// What a benchmark's client does in the loop.
+pub trait WindowClient {
+    /// Posts one more request.
+    fn send(&mut self) -> Result<()>;
+    /// Takes one reply (already checked to be a successful completion).
+    fn take(&mut self, rpc: &UdRpc, wc: &WorkCompletion) -> Result<()>;
+}
+
+/// Keeps `window` requests out over `rpc`, sending one more per reply, until the run stops or
+/// `limit` replies were measured (thread `t` of `counters`), then waits for the replies to the
+/// last requests. Returns the replies measured, or `None` when the last replies did not come
+/// because the run was stopped by a signal (the client should then just leave).
+pub fn run_window(
+    rpc: &mut UdRpc,
+    client: &mut impl WindowClient,
+    window: usize,
+    limit: u64,
+    counters: &Counters,
+    t: usize,
+    me: &str,
+) -> Result<Option<u64>> {
+    crate::bench::common::all_connected(counters)?;
+    for _ in 0..window {
+        client.send()?;
+    }
+    counters.start(t);
+    let mut wcs = vec![WorkCompletion::default(); window];
+    let mut ops = 0u64;
+    while !stop_requested() && ops < limit {
+        let n = rpc.recv_cq.poll(&mut wcs)?;
+        if n == 0 {
+            continue;
+        }
+        for wc in &wcs[..n] {
+            wc.result()?;
+            client.take(rpc, wc)?;
+        }
+        rpc.repost(&wcs[..n])?;
+        for _ in 0..n {
+            client.send()?;
+        }
+        ops += n as u64;
+        counters.set(t, ops);
+    }
+    counters.stop(t);
+    let drained = rpc.drain_replies(window, drain_timeout(), |rpc, wc| client.take(rpc, wc));
+    Ok(settle(drained, me)?.then_some(ops))
+}
