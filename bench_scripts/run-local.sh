@@ -18,7 +18,7 @@ case $1 in -h | --help) usage; exit 0 ;; esac
 bench=$1; shift
 case $bench in
   rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability | write-lat) ;;
-  ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo) ;;
+  ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd) ;;
   *) echo "run-local.sh: unknown benchmark '$bench'" >&2; exit 2 ;;
 esac
 
@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
     --duration=*) duration=${1#*=}; shift ;;
     --num-threads | --num_threads)
       case $bench in
-        ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo) client_args+=("$1" "$2") ;;
+        ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | herd) client_args+=("$1" "$2") ;;
         *) args+=("$1" "$2") ;;
       esac
       shift 2 ;;
@@ -67,15 +67,15 @@ case $bench in
   rw-tput-receiver | ud-sender | ud-receiver | write-lat) server_d=$duration; client_d=$duration ;;
   *) server_d=$duration; client_d=$(python3 -c "print($duration + 30)") ;;
 esac
-case $bench in rw-tput-receiver | ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo) server_d=$(python3 -c "print($duration + 30)"); client_d=$duration ;; esac
+case $bench in rw-tput-receiver | ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd) server_d=$(python3 -c "print($duration + 30)"); client_d=$duration ;; esac
 
 server_label=server
-case $bench in ws-sequencer | ws-echo) server_label=worker ;; esac
+case $bench in ws-sequencer | ws-echo | herd) server_label=worker ;; esac
 common=(--registry "127.0.0.1:$port" "${dev_args[@]}")
 # ws-*: a master process makes the request region and the clients' QPs; the server side is
 # its worker process.
 case $bench in
-  ws-sequencer | ws-echo)
+  ws-sequencer | ws-echo | herd)
     "$bin" "${args[@]}" "${common[@]}" --master 1 --duration "$server_d" > >(sed -u 's/^/[master] /') 2> >(sed -u 's/^/[master] /' >&2) &
     pids+=($!) ;;
 esac

@@ -308,3 +308,59 @@ fn help_names_the_originals_constants() {
         "{help}"
     );
 }
+
+// HERD.
+
+const HERD: &str = env!("CARGO_BIN_EXE_herd");
+
+#[test]
+fn herd_refusals() {
+    assert_eq!(
+        refuse(HERD, &["--window", "200", "--is-client", "1"]),
+        (
+            1,
+            "herd: window (200) exceeds the queue depth (128): a client's RECV queue holds one \
+reply per outstanding request\n"
+                .into()
+        )
+    );
+    assert_eq!(
+        refuse(HERD, &["--value-size", "47"]),
+        (
+            1,
+            "herd: value-size 47 is not between 1 and 46 (a 64-byte op holds a 16-byte key, \
+opcode, length and at most 46 value bytes)\n"
+                .into()
+        )
+    );
+    assert_eq!(
+        refuse(HERD, &["--num-clients", "1000"]),
+        (
+            1,
+            "herd: 12 workers × 1000 clients × window 32 × 128 B slots do not fit the \
+16777216-byte request region\n"
+                .into()
+        )
+    );
+    assert_eq!(
+        refuse(HERD, &["--value-size", "46", "--update-percentage", "5"]),
+        (
+            1,
+            "herd: a PUT of 46 value bytes is a 72-byte request (8-byte check word, 18-byte \
+header, value), above the inline limit of 60 bytes: lower --value-size or raise --max-inline\n"
+                .into()
+        )
+    );
+    assert_eq!(
+        refuse(HERD, &["--postlist", "33", "--unsig-batch", "64"]),
+        (1, "herd: postlist 33 is above the maximum of 32\n".into())
+    );
+    assert_eq!(
+        refuse(HERD, &["--zipf", "1"]),
+        (1, "herd: zipf 1 is not in [0, 1)\n".into())
+    );
+    assert_eq!(
+        refuse(HERD, &["--update-percentage", "101"]),
+        (1, "herd: update-percentage 101 is above 100\n".into())
+    );
+}

@@ -1,4 +1,4 @@
-//! The sequencers across two machines: servers (and ws-sequencer's master and workers) on node
+//! The sequencers and HERD across two machines: servers (and the masters and workers) on node
 //! 0 with the registry, clients on node 1, each node its own Soft-RoCE device on a shared
 //! virtual Ethernet. Runs on both guests of `softroce.sh run --nodes 2` (bench_scripts/test.sh
 //! does); outside that testbed it fails, never skips.
@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bench_run::{check_counting, check_passive, device_args, finish};
+use bench_run::{check_counting, check_herd_store, check_passive, device_args, finish};
 
 /// The registry's port on node 0.
 const PORT: u16 = 11411;
@@ -109,7 +109,7 @@ impl Drop for Registry {
 /// Both nodes run this one test, in step: each benchmark's servers end when its clients have
 /// finished, so node 0 moves on only after node 1 did.
 #[test]
-fn sequencers_across_two_nodes() {
+fn applications_across_two_nodes() {
     let _reg = Registry::start();
     let server_side = node() == 0;
 
@@ -155,20 +155,67 @@ fn sequencers_across_two_nodes() {
         "--shm-key",
         "9401",
     ];
-    if server_side {
+    match request_rpc_run(ws, "ws-sequencer", &a) {
+        Side::Workers(w) => assert!(w.contains("each received exactly once by 2 clients"), "{w}"),
+        Side::Clients(c) => assert!(c.contains("main: Client 0: verify ok: "), "{c}"),
+    }
+
+    let herd = env!("CARGO_BIN_EXE_herd");
+    let a = [
+        "--num-workers",
+        "2",
+        "--num-clients",
+        "2",
+        "--postlist",
+        "2",
+        "--window",
+        "16",
+        "--num-keys",
+        "65536",
+        "--num-buckets",
+        "16384",
+        "--log-bytes",
+        "8388608",
+        "--update-percentage",
+        "5",
+        "--verify",
+        "1",
+        "--run-name",
+        "herd",
+        "--shm-key",
+        "9402",
+    ];
+    match request_rpc_run(herd, "herd", &a) {
+        Side::Workers(w) => {
+            check_herd_store(&w, 0.99);
+        }
+        Side::Clients(c) => assert!(c.contains("main: Client 1: verify ok: "), "{c}"),
+    }
+}
+
+/// What this node ran of a request-region run, checked as far as every such run is.
+enum Side {
+    Workers(String),
+    Clients(String),
+}
+
+/// A request-region run (ws-*, HERD) of flags `a`: master and a worker process on node 0 (two
+/// workers), a client process of two threads on node 1.
+fn request_rpc_run(bin: &str, bench: &str, a: &[&str]) -> Side {
+    if node() == 0 {
         let mut m = a.to_vec();
         m.extend(["--master", "1"]);
-        let master = spawn(ws, &m, "120");
-        let w = finish(spawn(ws, &a, "120"), "ws-sequencer workers on node 0");
-        let ms = finish(master, "ws-sequencer master on node 0");
-        check_counting(&w, "Worker", 2, "ws-sequencer", "SEND");
-        assert!(w.contains("each received exactly once by 2 clients"), "{w}");
-        check_passive(&ms, "ws-sequencer");
+        let master = spawn(bin, &m, "120");
+        let w = finish(spawn(bin, a, "120"), &format!("{bench} workers on node 0"));
+        let ms = finish(master, &format!("{bench} master on node 0"));
+        check_counting(&w, "Worker", 2, bench, "SEND");
+        check_passive(&ms, bench);
+        Side::Workers(w)
     } else {
         let mut c = a.to_vec();
         c.extend(["--is-client", "1", "--num-threads", "2"]);
-        let c = finish(spawn(ws, &c, "3"), "ws-sequencer clients on node 1");
-        check_counting(&c, "Client", 2, "ws-sequencer", "WRITE");
-        assert!(c.contains("main: Client 0: verify ok: "), "{c}");
+        let c = finish(spawn(bin, &c, "3"), &format!("{bench} clients on node 1"));
+        check_counting(&c, "Client", 2, bench, "WRITE");
+        Side::Clients(c)
     }
 }

@@ -6,6 +6,7 @@ pub mod common;
 mod connected;
 pub mod echo_payload;
 pub mod endpoint;
+pub mod herd;
 pub mod region_ports;
 pub mod request_rpc;
 pub mod runner;

@@ -1,0 +1,305 @@
+//! The clients: pick a key (uniform or Zipf) and GET or PUT it, WRITE the request inlined into
+//! the owning worker's next slot, keep `window` requests outstanding, and take the replies on a
+//! UD QP. With `--verify 1` a client PUTs only the keys it owns (key index ≡ client id mod
+//! num-clients), remembers each one's last version, and checks every GET hit of its keys
+//! against it.
+
+use std::sync::Arc;
+
+use super::wire::{self, parse_imm, Request};
+use super::{owner, HerdArgs};
+use crate::bench::endpoint::publish_done;
+use crate::bench::request_rpc::{self, ClientLink, RpcShape, WindowClient};
+use crate::bench::ud_rpc::UdRpc;
+use crate::error::{Error, Result};
+use crate::hot::{
+    Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec, SlotLayout, UnsignaledCounter,
+    GRH_BYTES,
+};
+use crate::kv::{value_of, Key, Zipf, MAX_VALUE};
+use crate::registry::Registry;
+use crate::stats::Counters;
+use crate::verbs::{MemoryRegion, QueuePair, WorkCompletion};
+
+pub(super) fn run(shape: RpcShape<'_>, ha: &HerdArgs, reg: &Arc<Registry>) -> Result<()> {
+    let zipf = ha
+        .zipf
+        .map(|theta| Zipf::new(ha.num_keys, theta))
+        .transpose()
+        .map_err(Error::Config)?;
+    request_rpc::run_clients(shape, &ha.rpc, |id, t, counters| {
+        client(shape, ha, reg, zipf.as_ref(), id, t, counters)
+    })?;
+    Ok(())
+}
+
+/// A request in flight, by (worker, window slot).
+#[derive(Debug, Clone, Copy, Default)]
+struct Pending {
+    live: bool,
+    put: bool,
+    key: u32,
+    /// PUT: the version it wrote; GET of an owned key: the version it must find.
+    version: u32,
+}
+
+/// The client's keys, draws and checks.
+struct Keys<'a> {
+    rng: u64,
+    num_keys: u64,
+    clients: u64,
+    id: u64,
+    update_percentage: u64,
+    zipf: Option<&'a Zipf>,
+    verify: bool,
+    /// Last version PUT of each owned key (key index / clients).
+    versions: Vec<u32>,
+    gets: u64,
+    hits: u64,
+    checked: u64,
+}
+
+impl Keys<'_> {
+    #[inline(always)]
+    fn next_u64(&mut self) -> u64 {
+        // splitmix64
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// The next request: (key index, is it a PUT).
+    #[inline(always)]
+    fn draw(&mut self) -> (u64, bool) {
+        let r = self.next_u64();
+        let mut idx = match self.zipf {
+            Some(z) => z.rank((r >> 11) as f64 / (1u64 << 53) as f64),
+            None => ((u128::from(r) * u128::from(self.num_keys)) >> 64) as u64,
+        };
+        let put = self.next_u64() % 100 < self.update_percentage;
+        if put && self.verify {
+            // Our own key next to the drawn one: only its owner writes a key.
+            idx = idx - idx % self.clients + self.id;
+            if idx >= self.num_keys {
+                idx -= self.clients;
+            }
+        }
+        (idx, put)
+    }
+
+    #[inline(always)]
+    fn owned(&self, idx: u64) -> bool {
+        self.verify && idx % self.clients == self.id
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn client(
+    shape: RpcShape<'_>,
+    ha: &HerdArgs,
+    reg: &Arc<Registry>,
+    zipf: Option<&Zipf>,
+    id: usize,
+    t: usize,
+    counters: &Counters,
+) -> Result<()> {
+    let a = &ha.rpc;
+    let me = format!("client-{id}");
+    let ClientLink {
+        mut ep,
+        master: remote,
+        mut rpc,
+        workers: _,
+        watch: _workers,
+    } = request_rpc::connect_client(shape, a, reg, id, MAX_VALUE)?;
+    let (qp, mr) = ep.parts();
+    let send = SendSpec {
+        op: Op::Write,
+        postlist: 1,
+        size: ha.max_request() as u32,
+        stride: 0,
+        local_offset: 0,
+        remote_offset: 0,
+        inline: true,
+    };
+    let batch = SendBatch::new(qp, mr, send, Some(Remote::of(&remote.info)))?;
+    let clients = a.num_clients as u64;
+    let mut c = HerdClient {
+        batch,
+        qp,
+        mr,
+        sig: a.queue.counter(),
+        layout: a.layout(wire::SLOT_BYTES),
+        id,
+        slot: vec![0; a.num_workers],
+        seq: vec![0; a.num_workers],
+        pending: vec![Pending::default(); a.num_workers * a.window],
+        value: [0; MAX_VALUE],
+        value_size: ha.value_size,
+        keys: Keys {
+            rng: 0xdead_beef ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            num_keys: ha.num_keys,
+            clients,
+            id: id as u64,
+            update_percentage: u64::from(ha.update_percentage),
+            zipf,
+            verify: a.common.verify,
+            versions: if a.common.verify {
+                vec![0; ha.num_keys.div_ceil(clients) as usize]
+            } else {
+                Vec::new()
+            },
+            gets: 0,
+            hits: 0,
+            checked: 0,
+        },
+    };
+    let limit = a.common.op_limit();
+    if request_rpc::run_window(&mut rpc, &mut c, a.window, limit, counters, t, &me)?.is_none() {
+        return publish_done(reg, &me);
+    }
+    c.sig.drain(c.qp.send_cq(), PollTimeout::default())?;
+    let k = &c.keys;
+    let rate = if k.gets == 0 {
+        0.0
+    } else {
+        k.hits as f64 / k.gets as f64
+    };
+    println!(
+        "main: Client {id}: GET hit rate = {rate:.4} ({} of {} GETs)",
+        k.hits, k.gets
+    );
+    if a.common.verify {
+        println!(
+            "main: Client {id}: verify ok: {} GET hits of its own keys matched the last value it PUT",
+            k.checked
+        );
+    }
+    publish_done(reg, &me)
+}
+
+/// A client's sending and checking state.
+struct HerdClient<'a, 'z> {
+    batch: SendBatch,
+    qp: &'a mut QueuePair,
+    mr: &'a Arc<MemoryRegion>,
+    sig: UnsignaledCounter,
+    layout: SlotLayout,
+    id: usize,
+    /// Next window slot per worker.
+    slot: Vec<usize>,
+    /// Requests sent per worker (the check word's sequence number).
+    seq: Vec<u16>,
+    /// By worker × window + slot.
+    pending: Vec<Pending>,
+    value: [u8; MAX_VALUE],
+    value_size: usize,
+    keys: Keys<'z>,
+}
+
+impl WindowClient for HerdClient<'_, '_> {
+    /// One request: drawn, built into our buffer (the WRITE is inlined, so the buffer is free
+    /// again once posted), WRITTEN into the owning worker's next slot.
+    #[inline]
+    fn send(&mut self) -> Result<()> {
+        let keys = &mut self.keys;
+        let (idx, put) = keys.draw();
+        let key = Key::of(idx);
+        let w = owner(key, self.layout.workers);
+        self.seq[w] = self.seq[w].wrapping_add(1);
+        let mut version = 0;
+        if keys.owned(idx) {
+            let v = &mut keys.versions[(idx / keys.clients) as usize];
+            if put {
+                *v += 1;
+            }
+            version = *v;
+        }
+        let vs = self.value_size;
+        let req = if put {
+            if keys.verify {
+                value_of(key, version, &mut self.value[..vs]);
+            }
+            Request::put(key, &self.value[..vs], self.seq[w])
+        } else {
+            Request::get(key, self.seq[w])
+        };
+        for (i, &word) in req.words.iter().enumerate().take(req.len.div_ceil(8)) {
+            self.mr.store_u64(8 * i, word);
+        }
+        let s = self.slot[w];
+        let off = self.layout.offset(w, self.id, s) + wire::CHECK_AT;
+        self.batch
+            .retarget_sized(0, Op::Write, off as u64, req.len as u32)?;
+        self.pending[w * self.layout.window + s] = Pending {
+            live: true,
+            put,
+            key: idx as u32,
+            version,
+        };
+        self.slot[w] = if s + 1 == self.layout.window {
+            0
+        } else {
+            s + 1
+        };
+        self.batch
+            .post_selective(self.qp, &mut self.sig, PollTimeout::default())
+    }
+
+    /// Which request a reply answers, and whether it says what it must.
+    #[inline]
+    fn take(&mut self, rpc: &UdRpc, wc: &WorkCompletion) -> Result<()> {
+        let (w, s) = parse_imm(wc.imm_data().unwrap_or(u32::MAX));
+        let (workers, window) = (self.layout.workers, self.layout.window);
+        let p = match self.pending.get_mut(w * window + s) {
+            Some(p) if w < workers && s < window && p.live => p,
+            _ => {
+                return Err(Error::protocol(format!(
+                    "a reply (immediate {:?}) answers no outstanding request",
+                    wc.imm_data()
+                )))
+            }
+        };
+        p.live = false;
+        let len = (wc.byte_len() as usize).saturating_sub(GRH_BYTES);
+        if p.put {
+            return if len == 0 {
+                Ok(())
+            } else {
+                Err(Error::protocol(format!(
+                    "a PUT's reply carried {len} bytes"
+                )))
+            };
+        }
+        let keys = &mut self.keys;
+        keys.gets += 1;
+        if len == 0 {
+            return Ok(());
+        }
+        keys.hits += 1;
+        let vs = self.value_size;
+        if len != vs {
+            return Err(Error::Verify(format!(
+                "a GET returned {len} bytes, not the run's {vs}-byte values"
+            )));
+        }
+        if keys.owned(u64::from(p.key)) {
+            let mut got = [0u8; MAX_VALUE];
+            let mut want = [0u8; MAX_VALUE];
+            rpc.recv_mr.read(rpc.payload_offset(wc), &mut got[..vs]);
+            value_of(Key::of(u64::from(p.key)), p.version, &mut want[..vs]);
+            if got[..vs] != want[..vs] {
+                return Err(Error::Verify(format!(
+                    "GET of key {} returned {:02x?}, not version {} of it, the last this client PUT",
+                    p.key,
+                    &got[..vs],
+                    p.version
+                )));
+            }
+            keys.checked += 1;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! HERD on a real device: master, workers and clients with `--verify 1` and 5 % PUTs (exit 0,
+//! rates for every client and worker, hit rate after population, JSON), then a Ctrl-C in the
+//! middle of a run: summaries printed, request region gone, no SysV segment left.
+
+#[path = "common/bench_run.rs"]
+mod bench_run;
+#[path = "common/memcached.rs"]
+mod memcached;
+
+use std::time::Duration;
+
+use bench_run::{
+    check_counting, check_herd_store, check_passive, finish_all, interrupt_all,
+    master_workers_clients, shm_key_exists, SECS,
+};
+use memcached::Memcached;
+
+/// A store that fits the testbed: 64 Ki keys over 2 workers, a quarter of the index slots used,
+/// a log with room for every item.
+const SMALL: [&str; 8] = [
+    "--num-keys",
+    "65536",
+    "--num-buckets",
+    "16384",
+    "--log-bytes",
+    "8388608",
+    "--hugepages",
+    "auto",
+];
+
+fn args(shm_key: &'static str, more: &[&'static str]) -> Vec<&'static str> {
+    let mut a = vec![
+        "--num-workers",
+        "2",
+        "--num-clients",
+        "2",
+        "--postlist",
+        "2",
+        "--window",
+        "16",
+        "--shm-key",
+        shm_key,
+    ];
+    a.extend(SMALL);
+    a.extend(more);
+    a
+}
+
+#[test]
+fn herd_master_workers_clients_with_puts_verified() {
+    let bin = env!("CARGO_BIN_EXE_herd");
+    let m = Memcached::start();
+    let a = args("9501", &["--update-percentage", "5", "--verify", "1"]);
+    let [c, w, ms]: [String; 3] = finish_all(master_workers_clients(bin, &m, &a, "2", "90", SECS))
+        .try_into()
+        .unwrap();
+    check_counting(&c, "Client", 2, "herd", "WRITE");
+    check_counting(&w, "Worker", 2, "herd", "SEND");
+    check_passive(&ms, "herd");
+    check_herd_store(&w, 0.99);
+    for id in 0..2 {
+        let verified = format!("main: Client {id}: verify ok: ");
+        let line = c
+            .lines()
+            .find(|l| l.starts_with(&verified))
+            .unwrap_or_else(|| panic!("no verify line for client {id}:\n{c}"));
+        let checked: u64 = line[verified.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(checked > 0, "client {id} checked no GET of its keys:\n{c}");
+    }
+    assert!(!shm_key_exists(9501), "the request region was left behind");
+}
+
+/// One Ctrl-C for the whole run: every process prints what it measured and exits 0; the
+/// request region is gone and no segment of ours (the stores are private mappings) is left.
+#[test]
+fn herd_sigint_mid_run_prints_summaries_and_leaves_no_segment() {
+    let bin = env!("CARGO_BIN_EXE_herd");
+    let m = Memcached::start();
+    let a = args("9502", &["--update-percentage", "50"]);
+    let before = std::fs::read_to_string("/proc/sysvipc/shm").unwrap_or_default();
+    let run = master_workers_clients(bin, &m, &a, "2", "600", "600");
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        shm_key_exists(9502),
+        "the master made no segment with key 9502"
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    let [c, w, ms]: [String; 3] = interrupt_all(run).try_into().unwrap();
+    check_counting(&c, "Client", 2, "herd", "WRITE");
+    check_counting(&w, "Worker", 2, "herd", "SEND");
+    check_passive(&ms, "herd");
+    check_herd_store(&w, 0.99);
+    assert!(!shm_key_exists(9502), "the request region was left behind");
+    let after = std::fs::read_to_string("/proc/sysvipc/shm").unwrap_or_default();
+    assert_eq!(
+        before.lines().count(),
+        after.lines().count(),
+        "SysV segments before:\n{before}\nafter:\n{after}"
+    );
+}
