@@ -52,22 +52,32 @@ dev_args=()
 [ -n "${RDMA_BENCH_DEVICE:-}" ] && dev_args+=(--device "$RDMA_BENCH_DEVICE")
 [ -n "${RDMA_BENCH_GID_INDEX:-}" ] && dev_args+=(--gid-index "$RDMA_BENCH_GID_INDEX")
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# A private memcached on a free loopback port (plain bash: a python3 start costs seconds in the
+# emulated testbed). A port taken between the probe and memcached's bind makes it exit: try another.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
-memcached -l 127.0.0.1 -p "$port" -U 0 "${mc_user[@]}" &
-mc=$!
 pids=()
-cleanup() { kill "${pids[@]}" "$mc" 2>/dev/null || true; wait 2>/dev/null || true; }
+mc=""
+cleanup() { kill "${pids[@]}" $mc 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT
 trap 'kill -INT "${pids[@]}" 2>/dev/null || true' INT TERM
-for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 20); do
+  port=$((20000 + RANDOM % 40000))
+  port_free "$port" || continue
+  memcached -l 127.0.0.1 -p "$port" -U 0 "${mc_user[@]}" &
+  mc=$!
+  for _ in $(seq 50); do port_free "$port" || break; kill -0 "$mc" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$mc" 2>/dev/null && ! port_free "$port" && break
+  mc=""
+done
+[ -n "$mc" ] || { echo "run-local.sh: could not start memcached on a loopback port" >&2; exit 1; }
 
 # Who counts: the passive side runs longer and leaves on the active side's "done".
 case $bench in
   rw-tput-receiver | ud-sender | ud-receiver | write-lat) server_d=$duration; client_d=$duration ;;
-  *) server_d=$duration; client_d=$(python3 -c "print($duration + 30)") ;;
+  *) server_d=$duration; client_d=$(awk "BEGIN { print $duration + 30 }") ;;
 esac
-case $bench in rw-tput-receiver | ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd) server_d=$(python3 -c "print($duration + 30)"); client_d=$duration ;; esac
+case $bench in rw-tput-receiver | ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd) server_d=$(awk "BEGIN { print $duration + 30 }"); client_d=$duration ;; esac
 
 server_label=server
 case $bench in ws-sequencer | ws-echo | herd) server_label=worker ;; esac
