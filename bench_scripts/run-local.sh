@@ -66,8 +66,13 @@ for _ in $(seq 20); do
   port_free "$port" || continue
   memcached -l 127.0.0.1 -p "$port" -U 0 "${mc_user[@]}" &
   mc=$!
-  for _ in $(seq 50); do port_free "$port" || break; kill -0 "$mc" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 100); do port_free "$port" || break; kill -0 "$mc" 2>/dev/null || break; sleep 0.1; done
+  # A memcached that lost the port to another listener exits at once: still alive a moment
+  # after the port answers means the listener is ours.
+  sleep 0.2
   kill -0 "$mc" 2>/dev/null && ! port_free "$port" && break
+  kill "$mc" 2>/dev/null || true
+  wait "$mc" 2>/dev/null || true
   mc=""
 done
 [ -n "$mc" ] || { echo "run-local.sh: could not start memcached on a loopback port" >&2; exit 1; }

@@ -360,6 +360,14 @@ header, value), above the inline limit of 60 bytes: lower --value-size or raise 
         (1, "herd: zipf 1 is not in [0, 1)\n".into())
     );
     assert_eq!(
+        refuse(HERD, &["--num-buckets", "1000"]),
+        (
+            1,
+            "herd: --num-buckets/--log-bytes: buckets (1000) must be a power of two up to 2^28\n"
+                .into()
+        )
+    );
+    assert_eq!(
         refuse(HERD, &["--update-percentage", "101"]),
         (1, "herd: update-percentage 101 is above 100\n".into())
     );

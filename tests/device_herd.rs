@@ -50,7 +50,19 @@ fn args(shm_key: &'static str, more: &[&'static str]) -> Vec<&'static str> {
 fn herd_master_workers_clients_with_puts_verified() {
     let bin = env!("CARGO_BIN_EXE_herd");
     let m = Memcached::start();
-    let a = args("9501", &["--update-percentage", "5", "--verify", "1"]);
+    // Two reply QPs per worker: replies may overtake each other, and the clients must still
+    // match every reply to its request.
+    let a = args(
+        "9501",
+        &[
+            "--update-percentage",
+            "5",
+            "--verify",
+            "1",
+            "--num-ud-qps",
+            "2",
+        ],
+    );
     let [c, w, ms]: [String; 3] = finish_all(master_workers_clients(bin, &m, &a, "2", "90", SECS))
         .try_into()
         .unwrap();

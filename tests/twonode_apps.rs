@@ -189,7 +189,14 @@ fn applications_across_two_nodes() {
         Side::Workers(w) => {
             check_herd_store(&w, 0.99);
         }
-        Side::Clients(c) => assert!(c.contains("main: Client 1: verify ok: "), "{c}"),
+        Side::Clients(c) => {
+            for id in 0..2 {
+                assert!(
+                    c.contains(&format!("main: Client {id}: verify ok: ")),
+                    "{c}"
+                );
+            }
+        }
     }
 }
 

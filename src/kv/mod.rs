@@ -141,24 +141,32 @@ pub struct Store {
     pub stats: Stats,
 }
 
-impl Store {
-    /// An empty store.
-    pub fn new(cfg: StoreConfig) -> Result<Store> {
-        if !cfg.buckets.is_power_of_two() || cfg.buckets > 1 << 28 {
+impl StoreConfig {
+    /// Refuses sizes the store cannot have (before anything is allocated).
+    pub fn check(&self) -> Result<()> {
+        if !self.buckets.is_power_of_two() || self.buckets > 1 << 28 {
             return Err(Error::config(format!(
                 "buckets ({}) must be a power of two up to 2^28",
-                cfg.buckets
+                self.buckets
             )));
         }
-        if !cfg.log_bytes.is_power_of_two()
-            || cfg.log_bytes < 4096
-            || cfg.log_bytes as u64 > 1 << LOG_BITS
+        if !self.log_bytes.is_power_of_two()
+            || self.log_bytes < 4096
+            || self.log_bytes as u64 > 1 << LOG_BITS
         {
             return Err(Error::config(format!(
                 "the log ({} bytes) must be a power of two between 4 KiB and 2^{LOG_BITS} bytes",
-                cfg.log_bytes
+                self.log_bytes
             )));
         }
+        Ok(())
+    }
+}
+
+impl Store {
+    /// An empty store.
+    pub fn new(cfg: StoreConfig) -> Result<Store> {
+        cfg.check()?;
         let mut index = HugeBuffer::new(cfg.buckets * SLOTS * 8, cfg.place)?;
         index.words_mut().fill(0);
         let log = HugeBuffer::new(cfg.log_bytes, cfg.place)?;

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::book::{Pending, RequestBook};
 use super::wire::{self, parse_imm, Request};
 use super::{owner, HerdArgs};
 use crate::bench::endpoint::publish_done;
@@ -31,16 +32,6 @@ pub(super) fn run(shape: RpcShape<'_>, ha: &HerdArgs, reg: &Arc<Registry>) -> Re
         client(shape, ha, reg, zipf.as_ref(), id, t, counters)
     })?;
     Ok(())
-}
-
-/// A request in flight, by (worker, window slot).
-#[derive(Debug, Clone, Copy, Default)]
-struct Pending {
-    live: bool,
-    put: bool,
-    key: u32,
-    /// PUT: the version it wrote; GET of an owned key: the version it must find.
-    version: u32,
 }
 
 /// The client's keys, draws and checks.
@@ -133,9 +124,9 @@ fn client(
         sig: a.queue.counter(),
         layout: a.layout(wire::SLOT_BYTES),
         id,
-        slot: vec![0; a.num_workers],
-        seq: vec![0; a.num_workers],
-        pending: vec![Pending::default(); a.num_workers * a.window],
+        book: RequestBook::new(a.num_workers, a.window),
+        held: None,
+        waits: 0,
         value: [0; MAX_VALUE],
         value_size: ha.value_size,
         keys: Keys {
@@ -168,8 +159,9 @@ fn client(
         k.hits as f64 / k.gets as f64
     };
     println!(
-        "main: Client {id}: GET hit rate = {rate:.4} ({} of {} GETs)",
-        k.hits, k.gets
+        "main: Client {id}: GET hit rate = {rate:.4} ({} of {} GETs); {} requests waited for a \
+         reply that a later one overtook",
+        k.hits, k.gets, c.waits
     );
     if a.common.verify {
         println!(
@@ -188,12 +180,12 @@ struct HerdClient<'a, 'z> {
     sig: UnsignaledCounter,
     layout: SlotLayout,
     id: usize,
-    /// Next window slot per worker.
-    slot: Vec<usize>,
-    /// Requests sent per worker (the check word's sequence number).
-    seq: Vec<u16>,
-    /// By worker × window + slot.
-    pending: Vec<Pending>,
+    /// Requests in flight.
+    book: RequestBook,
+    /// A drawn request waiting for its slot's last reply.
+    held: Option<(u64, bool)>,
+    /// Times a request had to wait so.
+    waits: u64,
     value: [u8; MAX_VALUE],
     value_size: usize,
     keys: Keys<'z>,
@@ -203,17 +195,23 @@ impl WindowClient for HerdClient<'_, '_> {
     /// One request: drawn, built into our buffer (the WRITE is inlined, so the buffer is free
     /// again once posted), WRITTEN into the owning worker's next slot.
     #[inline]
-    fn send(&mut self) -> Result<()> {
-        let keys = &mut self.keys;
-        let (idx, put) = keys.draw();
+    fn send(&mut self) -> Result<bool> {
+        let (idx, put) = self.held.take().unwrap_or_else(|| self.keys.draw());
         let key = Key::of(idx);
         let w = owner(key, self.layout.workers);
-        self.seq[w] = self.seq[w].wrapping_add(1);
+        let Some((s, seq)) = self.book.next(w) else {
+            // The worker took that slot's request (it answered a later one), but the reply is
+            // still on its way over another UD QP: this request waits for it.
+            self.held = Some((idx, put));
+            self.waits += 1;
+            return Ok(false);
+        };
+        let keys = &mut self.keys;
         let mut version = 0;
         if keys.owned(idx) {
             let v = &mut keys.versions[(idx / keys.clients) as usize];
             if put {
-                *v += 1;
+                *v = v.wrapping_add(1);
             }
             version = *v;
         }
@@ -222,47 +220,39 @@ impl WindowClient for HerdClient<'_, '_> {
             if keys.verify {
                 value_of(key, version, &mut self.value[..vs]);
             }
-            Request::put(key, &self.value[..vs], self.seq[w])
+            Request::put(key, &self.value[..vs], seq)
         } else {
-            Request::get(key, self.seq[w])
+            Request::get(key, seq)
         };
         for (i, &word) in req.words.iter().enumerate().take(req.len.div_ceil(8)) {
             self.mr.store_u64(8 * i, word);
         }
-        let s = self.slot[w];
         let off = self.layout.offset(w, self.id, s) + wire::CHECK_AT;
         self.batch
             .retarget_sized(0, Op::Write, off as u64, req.len as u32)?;
-        self.pending[w * self.layout.window + s] = Pending {
-            live: true,
-            put,
-            key: idx as u32,
-            version,
-        };
-        self.slot[w] = if s + 1 == self.layout.window {
-            0
-        } else {
-            s + 1
-        };
+        self.book.sent(
+            w,
+            Pending {
+                put,
+                key: idx as u32,
+                version,
+            },
+        );
         self.batch
-            .post_selective(self.qp, &mut self.sig, PollTimeout::default())
+            .post_selective(self.qp, &mut self.sig, PollTimeout::default())?;
+        Ok(true)
     }
 
     /// Which request a reply answers, and whether it says what it must.
     #[inline]
     fn take(&mut self, rpc: &UdRpc, wc: &WorkCompletion) -> Result<()> {
         let (w, s) = parse_imm(wc.imm_data().unwrap_or(u32::MAX));
-        let (workers, window) = (self.layout.workers, self.layout.window);
-        let p = match self.pending.get_mut(w * window + s) {
-            Some(p) if w < workers && s < window && p.live => p,
-            _ => {
-                return Err(Error::protocol(format!(
-                    "a reply (immediate {:?}) answers no outstanding request",
-                    wc.imm_data()
-                )))
-            }
+        let Some(p) = self.book.answer(w, s) else {
+            return Err(Error::protocol(format!(
+                "a reply (immediate {:?}) answers no outstanding request",
+                wc.imm_data()
+            )));
         };
-        p.live = false;
         let len = (wc.byte_len() as usize).saturating_sub(GRH_BYTES);
         if p.put {
             return if len == 0 {
@@ -281,7 +271,7 @@ impl WindowClient for HerdClient<'_, '_> {
         keys.hits += 1;
         let vs = self.value_size;
         if len != vs {
-            return Err(Error::Verify(format!(
+            return Err(Error::protocol(format!(
                 "a GET returned {len} bytes, not the run's {vs}-byte values"
             )));
         }

@@ -15,6 +15,7 @@
 //! Roles: `--master 1` (the region and the clients' QPs), `--is-client 0` (the workers,
 //! `--num-workers` threads), `--is-client 1` (client threads, `--num-threads`).
 
+mod book;
 mod client;
 mod wire;
 mod worker;
@@ -24,7 +25,7 @@ use clap::Parser;
 use super::common::require;
 use super::request_rpc::{self, RpcArgs, RpcShape};
 use crate::error::Result;
-use crate::kv::{MAX_BATCH, MAX_VALUE};
+use crate::kv::{StoreConfig, MAX_BATCH, MAX_VALUE};
 
 /// HERD's command line.
 #[derive(Parser, Debug, Clone)]
@@ -78,13 +79,23 @@ impl HerdArgs {
     }
 
     /// What every role must agree on, as the master publishes it.
-    fn layout_fields(&self) -> [(&'static str, u64); 4] {
+    fn layout_fields(&self) -> [(&'static str, u64); 5] {
         [
             ("num-workers", self.rpc.num_workers as u64),
             ("num-clients", self.rpc.num_clients as u64),
             ("window", self.rpc.window as u64),
             ("num-keys", self.num_keys),
+            ("value-size", self.value_size as u64),
         ]
+    }
+
+    /// Each worker's store.
+    fn store(&self) -> StoreConfig {
+        StoreConfig {
+            buckets: self.num_buckets,
+            log_bytes: self.log_bytes,
+            place: self.rpc.common.placement(),
+        }
     }
 }
 
@@ -123,6 +134,11 @@ pub fn validate(a: &HerdArgs) -> Result<()> {
         },
     )?;
     r.check("herd", MAX_BATCH as u32, wire::SLOT_BYTES)?;
+    if !r.master && !r.topo.is_client {
+        a.store()
+            .check()
+            .map_err(|e| crate::error::Error::config(format!("--num-buckets/--log-bytes: {e}")))?;
+    }
     require(a.max_request() <= r.queue.max_inline as usize, || {
         format!(
             "a PUT of {} value bytes is a {}-byte request (8-byte check word, 18-byte header, value), \

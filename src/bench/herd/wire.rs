@@ -69,7 +69,9 @@ fn mix(h: u64, w: u64) -> u64 {
 pub fn check_word(seq: u16, op: &[u64; 8], len: usize) -> u64 {
     debug_assert!(len <= 64);
     let (full, rest) = (len / 8, len % 8);
-    let mut h = 0x243f_6a88_85a3_08d3 ^ len as u64;
+    // The sequence number seeds the hash too: a check word whose top bytes are new and whose
+    // hash bits are still the last request's must not pass over that request's op.
+    let mut h = 0x243f_6a88_85a3_08d3 ^ len as u64 ^ u64::from(seq) << 32;
     for &w in &op[..full] {
         h = mix(h, w);
     }
@@ -220,6 +222,18 @@ mod tests {
             }
         }
         assert!(seen > 1000);
+    }
+
+    #[test]
+    fn a_new_sequence_number_over_the_last_requests_bytes_fails() {
+        // The slot still holds request 5 (answered: opcode lowered to MICA's); request 5 + 32's
+        // first bytes to land are its check word's top two bytes and its opcode.
+        let old = Request::put(Key::of(3), b"value", 5);
+        let mut op = [0u64; 8];
+        op.copy_from_slice(&old.words[1..]);
+        let torn_check = (old.words[0] & ((1 << 48) - 1)) | (37u64 << 48);
+        assert_eq!(torn_check >> 48, 37);
+        assert_ne!(check_word(37, &op, put_bytes(5)), torn_check);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::bench::request_rpc::{self, RpcShape, WorkerLink};
 use crate::control::stop_requested;
 use crate::error::Result;
 use crate::hot::Payload;
-use crate::kv::{self, Store, StoreConfig, MAX_BATCH, MAX_VALUE, RESP_GET_SUCCESS};
+use crate::kv::{self, Store, MAX_BATCH, MAX_VALUE, RESP_GET_SUCCESS};
 use crate::registry::Registry;
 use crate::stats::{Counters, JsonObject};
 
@@ -86,11 +86,7 @@ fn worker(
     counters: &Counters,
 ) -> Result<WorkerTally> {
     let a = &ha.rpc;
-    let mut store = Store::new(StoreConfig {
-        buckets: ha.num_buckets,
-        log_bytes: ha.log_bytes,
-        place: a.common.placement(),
-    })?;
+    let mut store = Store::new(ha.store())?;
     let evicted =
         store.populate_where(ha.num_keys, ha.value_size, |k| owner(k, a.num_workers) == w)?;
     let populated = store.stats;

@@ -8,8 +8,9 @@ use crate::verbs::WorkCompletion;
 
 /// What a benchmark's client does in the loop.
 pub trait WindowClient {
-    /// Posts one more request.
-    fn send(&mut self) -> Result<()>;
+    /// Posts one more request; `false` when it cannot go yet (HERD: its slot's previous reply,
+    /// overtaken by a later one, is still on its way), to be retried after the next reply.
+    fn send(&mut self) -> Result<bool>;
     /// Takes one reply (already checked to be a successful completion).
     fn take(&mut self, rpc: &UdRpc, wc: &WorkCompletion) -> Result<()>;
 }
@@ -28,8 +29,10 @@ pub fn run_window(
     me: &str,
 ) -> Result<Option<u64>> {
     crate::bench::common::all_connected(counters)?;
-    for _ in 0..window {
-        client.send()?;
+    // Requests we may send but have not: the window is `window` minus these.
+    let mut owed = window;
+    while owed > 0 && client.send()? {
+        owed -= 1;
     }
     counters.start(t);
     let mut wcs = vec![WorkCompletion::default(); window];
@@ -44,13 +47,16 @@ pub fn run_window(
             client.take(rpc, wc)?;
         }
         rpc.repost(&wcs[..n])?;
-        for _ in 0..n {
-            client.send()?;
+        owed += n;
+        while owed > 0 && client.send()? {
+            owed -= 1;
         }
         ops += n as u64;
         counters.set(t, ops);
     }
     counters.stop(t);
-    let drained = rpc.drain_replies(window, drain_timeout(), |rpc, wc| client.take(rpc, wc));
+    let drained = rpc.drain_replies(window - owed, drain_timeout(), |rpc, wc| {
+        client.take(rpc, wc)
+    });
     Ok(settle(drained, me)?.then_some(ops))
 }

@@ -150,7 +150,7 @@ impl WindowClient for WsClient<'_> {
     /// inlined, so the buffer is free again once posted), then the WRITE into that worker's next
     /// slot.
     #[inline]
-    fn send(&mut self) -> Result<()> {
+    fn send(&mut self) -> Result<bool> {
         self.sent += 1;
         let tag = echo_payload::tag(self.id, self.sent);
         // Every word of the request is its tag (echo_payload's layout; payloads are whole words).
@@ -175,7 +175,8 @@ impl WindowClient for WsClient<'_> {
             w + 1
         };
         self.batch
-            .post_selective(self.qp, &mut self.sig, PollTimeout::default())
+            .post_selective(self.qp, &mut self.sig, PollTimeout::default())?;
+        Ok(true)
     }
 
     #[inline]
