@@ -176,6 +176,54 @@ pub fn hugepages_free() -> u64 {
         .unwrap_or(0)
 }
 
+/// 2 MiB hugepages of one NUMA node: (node, reserved, free), from sysfs; empty on a host
+/// without NUMA information.
+pub fn hugepages_by_node() -> Vec<(u32, u64, u64)> {
+    let read = |p: String| -> u64 {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let mut nodes: Vec<u32> = std::fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.filter_map(|e| {
+                e.ok()?
+                    .file_name()
+                    .to_str()?
+                    .strip_prefix("node")?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    nodes.sort_unstable();
+    nodes
+        .into_iter()
+        .map(|n| {
+            let dir = format!("/sys/devices/system/node/node{n}/hugepages/hugepages-2048kB");
+            (
+                n,
+                read(format!("{dir}/nr_hugepages")),
+                read(format!("{dir}/free_hugepages")),
+            )
+        })
+        .collect()
+}
+
+/// The locked-memory limit of this process (`RLIMIT_MEMLOCK`, soft) in bytes; `None` when
+/// unlimited. Memory registration pins pages against it (root with CAP_IPC_LOCK is exempt).
+pub fn memlock_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain syscall with a valid out-pointer.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) };
+    (rc == 0 && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

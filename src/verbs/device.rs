@@ -166,7 +166,23 @@ impl Context {
                 LinkLayer::InfiniBand
             },
             gid_tbl_len: attr.gid_tbl_len.max(0) as u32,
+            phys_state: attr.phys_state,
+            sm_lid: attr.sm_lid,
+            active_width: attr.active_width,
+            active_speed: attr.active_speed,
         })
+    }
+
+    /// The firmware version the device reports (`ibv_device_attr.fw_ver`; empty if none).
+    pub fn fw_version(&self) -> Result<String> {
+        let attr = self.query_device()?;
+        let bytes: Vec<u8> = attr
+            .fw_ver
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// Entry `index` of a port's GID table.
@@ -269,6 +285,61 @@ pub struct PortAttr {
     pub link_layer: LinkLayer,
     /// Entries in the GID table.
     pub gid_tbl_len: u32,
+    /// Physical state (`ibv_port_attr.phys_state`: 5 = LinkUp, 3 = Disabled, 2 = Polling, …).
+    pub phys_state: u8,
+    /// The subnet manager's LID (InfiniBand).
+    pub sm_lid: u16,
+    /// Active link width (`1` = 1x, `2` = 4x, `4` = 8x, `8` = 12x, `16` = 2x).
+    pub active_width: u8,
+    /// Active per-lane speed code (`1` = 2.5 Gb/s … `128` = 100 Gb/s; see [`PortAttr::gbps`]).
+    pub active_speed: u8,
+}
+
+impl PortAttr {
+    /// Lanes of the active width, if the code is known.
+    pub fn lanes(&self) -> Option<u32> {
+        match self.active_width {
+            1 => Some(1),
+            2 => Some(4),
+            4 => Some(8),
+            8 => Some(12),
+            16 => Some(2),
+            _ => None,
+        }
+    }
+
+    /// Per-lane signalling rate in Gb/s of the active speed, if the code is known.
+    pub fn lane_gbps(&self) -> Option<f64> {
+        match self.active_speed {
+            1 => Some(2.5),
+            2 => Some(5.0),
+            4 | 8 => Some(10.0),
+            16 => Some(14.0),
+            32 => Some(25.0),
+            64 => Some(50.0),
+            128 => Some(100.0),
+            _ => None,
+        }
+    }
+
+    /// Link rate in Gb/s (lanes × lane rate), if both codes are known.
+    pub fn gbps(&self) -> Option<f64> {
+        Some(f64::from(self.lanes()?) * self.lane_gbps()?)
+    }
+
+    /// The physical state's name.
+    pub fn phys_state_name(&self) -> &'static str {
+        match self.phys_state {
+            1 => "Sleep",
+            2 => "Polling",
+            3 => "Disabled",
+            4 => "PortConfigurationTraining",
+            5 => "LinkUp",
+            6 => "LinkErrorRecovery",
+            7 => "PhyTest",
+            _ => "unknown",
+        }
+    }
 }
 
 /// A 16-byte GID.
