@@ -8,6 +8,7 @@
 //! - [`registry`]: QP-info exchange (memcached like libhrd, or direct TCP).
 //! - [`stats`]: counters, the C suite's report lines, JSON, latency summaries.
 //! - [`bench`](mod@bench): one module per benchmark of the paper.
+//! - [`tools`]: the workflow around them (`rdma-bench doctor`).
 //! - [`error`]: the one error type, which keeps the failing verb, errno and a hint.
 
 mod sys;
@@ -20,6 +21,7 @@ pub mod kv;
 pub mod mem;
 pub mod registry;
 pub mod stats;
+pub mod tools;
 pub mod verbs;
 
 pub use error::{Error, Result};

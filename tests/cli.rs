@@ -372,3 +372,71 @@ header, value), above the inline limit of 60 bytes: lower --value-size or raise 
         (1, "herd: update-percentage 101 is above 100\n".into())
     );
 }
+
+// rdma-bench doctor (on any host: with or without an RDMA device, the verdicts and the exit code
+// must agree).
+
+const RDMA_BENCH: &str = env!("CARGO_BIN_EXE_rdma-bench");
+
+#[test]
+fn doctor_verdicts_and_exit_code_agree() {
+    let out = Command::new(RDMA_BENCH)
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let objs: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON {l}: {e}")))
+        .collect();
+    let (summary, findings) = objs.split_last().expect("findings and a summary");
+    assert_eq!(summary["summary"], true);
+    let count = |v: &str| findings.iter().filter(|f| f["verdict"] == v).count() as u64;
+    for f in findings {
+        assert!(
+            ["ok", "warn", "fail"].contains(&f["verdict"].as_str().unwrap()),
+            "{f}"
+        );
+        assert!(!f["subject"].as_str().unwrap().is_empty(), "{f}");
+        if f["verdict"] != "ok" {
+            assert!(
+                f["fix"].as_str().is_some_and(|s| !s.is_empty()),
+                "no fix: {f}"
+            );
+        }
+    }
+    assert_eq!(summary["fail"], count("fail"));
+    assert_eq!(summary["warn"], count("warn"));
+    for topic in ["memlock", "hugepages", "cpu governor"] {
+        assert!(
+            findings.iter().any(|f| f["subject"] == topic),
+            "no {topic}: {stdout}"
+        );
+    }
+    assert_eq!(
+        out.status.code(),
+        Some(if count("fail") > 0 { 1 } else { 0 })
+    );
+}
+
+#[test]
+fn doctor_names_a_missing_device() {
+    let out = Command::new(RDMA_BENCH)
+        .args(["doctor", "--device", "no-such-dev0"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    // "no RDMA device called …" where verbs lists devices, the listing's error where it cannot.
+    assert!(
+        stdout.lines().any(|l| l.starts_with("[fail] devices: ")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("       fix: "), "{stdout}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .starts_with("rdma-bench: 1 finding(s) will make a benchmark fail"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

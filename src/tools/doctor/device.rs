@@ -1,0 +1,245 @@
+//! Devices and ports: driver, firmware, PCIe, NUMA, port state, MTU, addressing, GIDs.
+
+use std::path::Path;
+
+use super::{finding, read_trim, Finding, Verdict};
+use crate::verbs::{self, Context, LinkLayer, PortState};
+
+/// The devices and their ports.
+pub(super) fn devices(only: Option<&str>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let names = match verbs::devices() {
+        Ok(n) => n,
+        Err(e) => {
+            out.push(no_device(format!("cannot list RDMA devices: {e}")));
+            return out;
+        }
+    };
+    let names: Vec<String> = names
+        .into_iter()
+        .filter(|n| only.is_none_or(|o| o == n))
+        .collect();
+    if names.is_empty() {
+        out.push(no_device(match only {
+            Some(d) => format!("no RDMA device called {d}"),
+            None => "no RDMA device".into(),
+        }));
+        return out;
+    }
+    let mut active = 0;
+    for name in &names {
+        match Context::open(name) {
+            Ok(ctx) => active += device(&ctx, &mut out),
+            Err(e) => out.push(finding(
+                Verdict::Fail,
+                &format!("device {name}"),
+                format!("cannot open: {e}"),
+                Some(
+                    "check the driver's kernel log (dmesg) and /dev/infiniband permissions".into(),
+                ),
+            )),
+        }
+    }
+    if active == 0 {
+        out.push(finding(
+            Verdict::Fail,
+            "ports",
+            "no ACTIVE port: every benchmark needs one".into(),
+            Some("connect the cable / bring the link up (`ip link set <netdev> up` on RoCE; a subnet manager such as opensm on InfiniBand)".into()),
+        ));
+    }
+    out
+}
+
+fn no_device(text: String) -> Finding {
+    finding(
+        Verdict::Fail,
+        "devices",
+        text,
+        Some("load the NIC's RDMA driver (e.g. `modprobe mlx5_ib`), or for a software device `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <if>` (bench_scripts/softroce.sh runs one in a VM)".into()),
+    )
+}
+
+/// One device: driver, firmware, PCIe, NUMA, then its ports; returns its ACTIVE ports.
+fn device(ctx: &Context, out: &mut Vec<Finding>) -> usize {
+    let name = ctx.name();
+    let subject = format!("device {name}");
+    let sys = format!("/sys/class/infiniband/{name}");
+    let driver = std::fs::read_link(format!("{sys}/device/driver"))
+        .ok()
+        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
+    let soft = name.starts_with("rxe")
+        || name.starts_with("siw")
+        || (driver.is_none() && Path::new(&format!("{sys}/parent")).exists());
+    let fw = ctx.fw_version().unwrap_or_default();
+    let driver = match (driver, read_trim(&format!("{sys}/parent"))) {
+        (Some(d), _) => d,
+        (None, Some(netdev)) if soft => format!("software, on netdev {netdev}"),
+        (None, _) if soft => "software".into(),
+        (None, _) => "unknown".into(),
+    };
+    out.push(finding(
+        Verdict::Ok,
+        &subject,
+        format!(
+            "driver {driver}, firmware {}",
+            if fw.is_empty() { "none reported" } else { &fw }
+        ),
+        None,
+    ));
+    if soft {
+        out.push(finding(
+            Verdict::Warn,
+            &subject,
+            "a software RDMA device (Soft-RoCE/siw): absolute rates are the kernel's, not a NIC's; compare ratios measured in the same run only".into(),
+            Some("run on a hardware RDMA NIC for numbers to report".into()),
+        ));
+    } else {
+        out.extend(pcie(&subject, &format!("{sys}/device")));
+    }
+    let ports = ctx.port_count().unwrap_or(0);
+    let mut active = 0;
+    for p in 1..=ports {
+        active += usize::from(port(ctx, p, out));
+    }
+    active
+}
+
+/// PCIe link against the device's capability, and its NUMA node.
+fn pcie(subject: &str, dev: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let get = |f: &str| read_trim(&format!("{dev}/{f}"));
+    if let (Some(cs), Some(cw), Some(ms), Some(mw)) = (
+        get("current_link_speed"),
+        get("current_link_width"),
+        get("max_link_speed"),
+        get("max_link_width"),
+    ) {
+        let full = cs == ms && cw == mw;
+        out.push(finding(
+            if full { Verdict::Ok } else { Verdict::Warn },
+            subject,
+            format!("PCIe {cs} x{cw} (device capable of {ms} x{mw})"),
+            (!full).then(|| {
+                "the link trained below the device's capability: reseat the card or move it to a slot with the full width and generation".into()
+            }),
+        ));
+    }
+    match get("numa_node").and_then(|n| n.parse::<i32>().ok()) {
+        Some(n) if n >= 0 => out.push(finding(
+            Verdict::Ok,
+            subject,
+            format!("on NUMA node {n}: run benchmarks there (`--numa-node {n}`, or numactl --cpunodebind={n} --membind={n})"),
+            None,
+        )),
+        _ => {}
+    }
+    out
+}
+
+/// One port: state, link, MTU, addressing; true if ACTIVE.
+fn port(ctx: &Context, p: u8, out: &mut Vec<Finding>) -> bool {
+    let subject = format!("port {}:{p}", ctx.name());
+    let attr = match ctx.query_port(p) {
+        Ok(a) => a,
+        Err(e) => {
+            out.push(finding(
+                Verdict::Fail,
+                &subject,
+                format!("cannot query: {e}"),
+                None,
+            ));
+            return false;
+        }
+    };
+    let mtu = |m: u32| 128u32 << m.min(5);
+    let rate = attr
+        .gbps()
+        .map(|g| format!(", {g} Gb/s"))
+        .unwrap_or_default();
+    let layer = match attr.link_layer {
+        LinkLayer::Ethernet => "Ethernet (RoCE)",
+        LinkLayer::InfiniBand => "InfiniBand",
+    };
+    let active = attr.state == PortState::Active;
+    out.push(finding(
+        if active { Verdict::Ok } else { Verdict::Warn },
+        &subject,
+        format!(
+            "{} ({}), {layer}{rate}, MTU {} (max {})",
+            attr.state,
+            attr.phys_state_name(),
+            mtu(attr.active_mtu),
+            mtu(attr.max_mtu)
+        ),
+        (!active).then(|| {
+            "this port cannot carry a benchmark; choose an ACTIVE one (--port-index counts ACTIVE ports only)".into()
+        }),
+    ));
+    if !active {
+        return false;
+    }
+    if attr.active_mtu < attr.max_mtu {
+        let fix = match attr.link_layer {
+            LinkLayer::Ethernet => "RoCE's MTU follows the netdev's: raise it (e.g. `ip link set <netdev> mtu 9000`, on the switch too)",
+            LinkLayer::InfiniBand => "the subnet manager's partition MTU limits it (opensm: partitions.conf mtu=5)",
+        };
+        out.push(finding(
+            Verdict::Warn,
+            &subject,
+            format!(
+                "active MTU {} is below the port's {}: large messages take more packets",
+                mtu(attr.active_mtu),
+                mtu(attr.max_mtu)
+            ),
+            Some(fix.into()),
+        ));
+    }
+    match attr.link_layer {
+        LinkLayer::InfiniBand if attr.lid == 0 => out.push(finding(
+            Verdict::Fail,
+            &subject,
+            "LID 0: no subnet manager has configured this port".into(),
+            Some("start a subnet manager on the fabric (e.g. `systemctl start opensm`)".into()),
+        )),
+        LinkLayer::InfiniBand => out.push(finding(
+            Verdict::Ok,
+            &subject,
+            format!("LID {}, subnet manager at LID {}", attr.lid, attr.sm_lid),
+            None,
+        )),
+        LinkLayer::Ethernet => out.push(gids(ctx, p, attr.gid_tbl_len, &subject)),
+    }
+    true
+}
+
+/// The GID table with types, and the index our tools pick.
+fn gids(ctx: &Context, p: u8, len: u32, subject: &str) -> Finding {
+    let zero = verbs::Gid::default();
+    let table: Vec<String> = (0..len)
+        .filter_map(|i| {
+            let g = ctx.gid(p, i).ok().filter(|g| *g != zero)?;
+            let t = ctx.gid_type(p, i).unwrap_or_else(|| "type unknown".into());
+            Some(format!("{i}: {g} ({t})"))
+        })
+        .collect();
+    let listed = if table.is_empty() {
+        "no GIDs".to_string()
+    } else {
+        table.join(", ")
+    };
+    match ctx.roce_v2_ipv4_gid(p, len) {
+        Some(i) => finding(
+            Verdict::Ok,
+            subject,
+            format!("GIDs {listed}; our tools use index {i} (RoCE v2, IPv4)"),
+            None,
+        ),
+        None => finding(
+            Verdict::Warn,
+            subject,
+            format!("GIDs {listed}; none is RoCE v2 with an IPv4 address, which our tools pick by default"),
+            Some("give the netdev an IPv4 address (`ip addr add <a.b.c.d/n> dev <netdev>`), or pass --gid-index".into()),
+        ),
+    }
+}

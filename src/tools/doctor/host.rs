@@ -1,0 +1,106 @@
+//! The host: locked memory, hugepages, CPU frequency governor, SMT.
+
+use super::{finding, read_trim, Finding, Verdict};
+use crate::mem;
+
+/// The host: locked memory, hugepages, CPU frequency governor, SMT.
+pub(super) fn host() -> Vec<Finding> {
+    let mut out = Vec::new();
+    let root = is_root();
+    match mem::memlock_limit() {
+        None => out.push(finding(Verdict::Ok, "memlock", "unlimited".into(), None)),
+        Some(_) if root => out.push(finding(
+            Verdict::Ok,
+            "memlock",
+            "root: memory registration is not limited by it".into(),
+            None,
+        )),
+        Some(l) => {
+            let fix = Some("raise it: `ulimit -l unlimited` in the shell, or `* - memlock unlimited` in /etc/security/limits.conf".to_string());
+            let mib = l >> 20;
+            if l < 64 << 20 {
+                out.push(finding(
+                    Verdict::Fail,
+                    "memlock",
+                    format!("{mib} MiB: registering the benchmarks' buffers will fail"),
+                    fix,
+                ));
+            } else if l < 1 << 30 {
+                out.push(finding(Verdict::Warn, "memlock", format!("{mib} MiB: enough for small runs; atomics-sequencer's default 1 GiB buffer will not register"), fix));
+            } else {
+                out.push(finding(Verdict::Ok, "memlock", format!("{mib} MiB"), None));
+            }
+        }
+    }
+    let nodes = mem::hugepages_by_node();
+    let free: u64 = if nodes.is_empty() {
+        mem::hugepages_free()
+    } else {
+        nodes.iter().map(|n| n.2).sum()
+    };
+    let per_node: Vec<String> = nodes
+        .iter()
+        .map(|(n, nr, fr)| format!("node {n}: {fr} of {nr} free"))
+        .collect();
+    let detail = if per_node.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", per_node.join(", "))
+    };
+    out.push(if free == 0 {
+        finding(
+            Verdict::Warn,
+            "hugepages",
+            format!("no free 2 MiB hugepages{detail}: buffers fall back to ordinary pages (--hugepages auto) or fail (--hugepages require)"),
+            Some("reserve some: `echo 1024 > /proc/sys/vm/nr_hugepages` (2 GiB; per node: /sys/devices/system/node/nodeN/hugepages/hugepages-2048kB/nr_hugepages)".into()),
+        )
+    } else {
+        finding(Verdict::Ok, "hugepages", format!("{free} free{detail}"), None)
+    });
+    let mut governors: Vec<String> = std::fs::read_dir("/sys/devices/system/cpu")
+        .map(|d| {
+            d.filter_map(|e| {
+                let e = e.ok()?;
+                let name = e.file_name();
+                let cpu = name.to_str()?.strip_prefix("cpu")?;
+                cpu.parse::<u32>().ok()?;
+                read_trim(&format!("{}/cpufreq/scaling_governor", e.path().display()))
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    governors.sort();
+    governors.dedup();
+    out.push(match governors.as_slice() {
+        [] => finding(Verdict::Ok, "cpu governor", "no cpufreq (fixed frequency or a VM)".into(), None),
+        [g] if g == "performance" => finding(Verdict::Ok, "cpu governor", "performance".into(), None),
+        gs => finding(
+            Verdict::Warn,
+            "cpu governor",
+            format!("{}: clock changes move the numbers between runs", gs.join(", ")),
+            Some("`cpupower frequency-set -g performance` (or write performance to /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)".into()),
+        ),
+    });
+    match read_trim("/sys/devices/system/cpu/smt/active").as_deref() {
+        Some("1") => out.push(finding(
+            Verdict::Warn,
+            "smt",
+            "on: two benchmark threads may share a physical core".into(),
+            Some("pin threads to distinct cores (numactl/taskset; see /sys/devices/system/cpu/cpu*/topology/thread_siblings_list) or turn SMT off (`echo off > /sys/devices/system/cpu/smt/control`)".into()),
+        )),
+        Some("0") => out.push(finding(Verdict::Ok, "smt", "off".into(), None)),
+        _ => {}
+    }
+    out
+}
+
+fn is_root() -> bool {
+    // The effective uid, from /proc (no unsafe call needed here).
+    read_trim("/proc/self/status")
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
