@@ -176,7 +176,7 @@ pub fn hugepages_free() -> u64 {
         .unwrap_or(0)
 }
 
-/// 2 MiB hugepages of one NUMA node: (node, reserved, free), from sysfs; empty on a host
+/// 2 MiB hugepages of each NUMA node: (node, pool size, free), from sysfs; empty on a host
 /// without NUMA information.
 pub fn hugepages_by_node() -> Vec<(u32, u64, u64)> {
     let read = |p: String| -> u64 {

@@ -308,7 +308,8 @@ impl PortAttr {
         }
     }
 
-    /// Per-lane signalling rate in Gb/s of the active speed, if the code is known.
+    /// Nominal per-lane rate in Gb/s of the active speed (as ibv_devinfo prints it: FDR10 and
+    /// QDR both say 10), if the code is known.
     pub fn lane_gbps(&self) -> Option<f64> {
         match self.active_speed {
             1 => Some(2.5),

@@ -68,13 +68,14 @@ fn device(ctx: &Context, out: &mut Vec<Finding>) -> usize {
     let driver = std::fs::read_link(format!("{sys}/device/driver"))
         .ok()
         .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
+    // Software devices (rxe, siw) name the netdev they run on in `parent`; hardware ones do not.
     let soft = name.starts_with("rxe")
         || name.starts_with("siw")
-        || (driver.is_none() && Path::new(&format!("{sys}/parent")).exists());
+        || Path::new(&format!("{sys}/parent")).exists();
     let fw = ctx.fw_version().unwrap_or_default();
     let driver = match (driver, read_trim(&format!("{sys}/parent"))) {
+        (_, Some(netdev)) if soft => format!("software, on netdev {netdev}"),
         (Some(d), _) => d,
-        (None, Some(netdev)) if soft => format!("software, on netdev {netdev}"),
         (None, _) if soft => "software".into(),
         (None, _) => "unknown".into(),
     };
@@ -147,7 +148,10 @@ fn port(ctx: &Context, p: u8, out: &mut Vec<Finding>) -> bool {
                 Verdict::Fail,
                 &subject,
                 format!("cannot query: {e}"),
-                None,
+                Some(
+                    "check the driver's kernel log (dmesg); `ibv_devinfo -v` shows what verbs sees"
+                        .into(),
+                ),
             ));
             return false;
         }
@@ -173,7 +177,7 @@ fn port(ctx: &Context, p: u8, out: &mut Vec<Finding>) -> bool {
             mtu(attr.max_mtu)
         ),
         (!active).then(|| {
-            "this port cannot carry a benchmark; choose an ACTIVE one (--port-index counts ACTIVE ports only)".into()
+            "this port cannot carry a benchmark: bring its link up, or use an ACTIVE one (--port-index N counts ACTIVE ports across all devices; with --device it counts that device's ports from 0, DOWN ones included)".into()
         }),
     ));
     if !active {
@@ -235,11 +239,26 @@ fn gids(ctx: &Context, p: u8, len: u32, subject: &str) -> Finding {
             format!("GIDs {listed}; our tools use index {i} (RoCE v2, IPv4)"),
             None,
         ),
-        None => finding(
-            Verdict::Warn,
-            subject,
-            format!("GIDs {listed}; none is RoCE v2 with an IPv4 address, which our tools pick by default"),
-            Some("give the netdev an IPv4 address (`ip addr add <a.b.c.d/n> dev <netdev>`), or pass --gid-index".into()),
-        ),
+        // The benchmarks then fall back to index 0, which must hold a GID.
+        None => {
+            let fix = Some("give the netdev an IPv4 address (`ip addr add <a.b.c.d/n> dev <netdev>`), or pass --gid-index".into());
+            match ctx.gid(p, 0).ok().filter(|g| *g != zero) {
+                Some(g) => finding(
+                    Verdict::Warn,
+                    subject,
+                    format!(
+                        "GIDs {listed}; none is RoCE v2 with an IPv4 address, so our tools fall back to index 0 ({g}, {})",
+                        ctx.gid_type(p, 0).unwrap_or_else(|| "type unknown".into())
+                    ),
+                    fix,
+                ),
+                None => finding(
+                    Verdict::Fail,
+                    subject,
+                    format!("GIDs {listed}; no RoCE v2 IPv4 GID and index 0 is empty: our tools cannot address this port"),
+                    fix,
+                ),
+            }
+        }
     }
 }

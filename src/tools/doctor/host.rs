@@ -6,29 +6,36 @@ use crate::mem;
 /// The host: locked memory, hugepages, CPU frequency governor, SMT.
 pub(super) fn host() -> Vec<Finding> {
     let mut out = Vec::new();
-    let root = is_root();
+    let lock_cap = has_ipc_lock();
     match mem::memlock_limit() {
         None => out.push(finding(Verdict::Ok, "memlock", "unlimited".into(), None)),
-        Some(_) if root => out.push(finding(
+        Some(_) if lock_cap => out.push(finding(
             Verdict::Ok,
             "memlock",
-            "root: memory registration is not limited by it".into(),
+            "CAP_IPC_LOCK: memory registration is not limited by it".into(),
             None,
         )),
         Some(l) => {
-            let fix = Some("raise it: `ulimit -l unlimited` in the shell, or `* - memlock unlimited` in /etc/security/limits.conf".to_string());
-            let mib = l >> 20;
-            if l < 64 << 20 {
+            let fix = Some("raise it: `ulimit -l unlimited` in the shell, or `* - memlock unlimited` in /etc/security/limits.conf (containers: --ulimit memlock=-1 or CAP_IPC_LOCK)".to_string());
+            let kib = l >> 10;
+            if l < 1 << 20 {
                 out.push(finding(
                     Verdict::Fail,
                     "memlock",
-                    format!("{mib} MiB: registering the benchmarks' buffers will fail"),
+                    format!(
+                        "{kib} KiB: queues and buffers of even the smallest run will not register"
+                    ),
                     fix,
                 ));
             } else if l < 1 << 30 {
-                out.push(finding(Verdict::Warn, "memlock", format!("{mib} MiB: enough for small runs; atomics-sequencer's default 1 GiB buffer will not register"), fix));
+                out.push(finding(Verdict::Warn, "memlock", format!("{} MiB: small runs register; larger buffers will not (HERD's 16 MiB request region, atomics-sequencer's 1 GiB)", l >> 20), fix));
             } else {
-                out.push(finding(Verdict::Ok, "memlock", format!("{mib} MiB"), None));
+                out.push(finding(
+                    Verdict::Ok,
+                    "memlock",
+                    format!("{} MiB", l >> 20),
+                    None,
+                ));
             }
         }
     }
@@ -94,13 +101,18 @@ pub(super) fn host() -> Vec<Finding> {
     out
 }
 
-fn is_root() -> bool {
-    // The effective uid, from /proc (no unsafe call needed here).
+/// Whether this process holds CAP_IPC_LOCK (bit 14 of its effective capabilities), which
+/// exempts registration from the memlock limit (uid 0 alone does not: a container's root may
+/// lack it).
+fn has_ipc_lock() -> bool {
     read_trim("/proc/self/status")
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+            let hex = s
+                .lines()
+                .find(|l| l.starts_with("CapEff:"))?
+                .split_whitespace()
+                .nth(1)?;
+            u64::from_str_radix(hex, 16).ok()
         })
-        .unwrap_or(false)
+        .is_some_and(|caps| caps & (1 << 14) != 0)
 }
