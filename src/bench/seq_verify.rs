@@ -12,14 +12,8 @@ use crate::error::{Error, Result};
 use crate::registry::Registry;
 use std::time::{Duration, Instant};
 
-/// splitmix64's finalizer: the per-value hash whose wrapping sum is the multiset hash.
-#[inline(always)]
-pub fn mix(v: u64) -> u64 {
-    let mut z = v.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+/// The per-value hash whose wrapping sum is the multiset hash (splitmix64).
+pub use crate::kv::splitmix64 as mix;
 
 /// The multiset hash of `0 .. n`.
 pub fn hash_of_range(n: u64) -> u64 {

@@ -344,14 +344,25 @@ impl Store {
 pub fn value_of(key: Key, version: u32, out: &mut [u8]) {
     let mut x = key.lo() ^ (u64::from(version) << 32 | u64::from(version));
     for chunk in out.chunks_mut(8) {
-        // splitmix64: every byte depends on key and version.
-        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
+        // Every byte depends on key and version.
+        let z = splitmix64(x);
+        x = x.wrapping_add(SPLITMIX_GAMMA);
         chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
     }
+}
+
+/// splitmix64's step added to its state between draws.
+pub const SPLITMIX_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// splitmix64: the output for state `x` (`x + γ`, finalized); the next state is `x + γ`. A
+/// cheap, well-mixed 64-bit hash, used for values, the clients' draws and the sequencers'
+/// multiset hash.
+#[inline(always)]
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(SPLITMIX_GAMMA);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Packs `value` into words, little-endian.

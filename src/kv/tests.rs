@@ -225,3 +225,10 @@ fn bad_sizes_are_refused() {
     assert!(Store::new(cfg(4, 1000)).is_err());
     assert!(Store::new(cfg(4, 2048)).is_err());
 }
+
+#[test]
+fn splitmix64_is_the_reference_generator() {
+    // The reference splitmix64 seeded with 0 starts 0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4.
+    assert_eq!(splitmix64(0), 0xe220_a839_7b1d_cdaf);
+    assert_eq!(splitmix64(SPLITMIX_GAMMA), 0x6e78_9e6a_a1b9_65f4);
+}

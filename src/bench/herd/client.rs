@@ -17,7 +17,7 @@ use crate::hot::{
     Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec, SlotLayout, UnsignaledCounter,
     GRH_BYTES,
 };
-use crate::kv::{value_of, Key, Zipf, MAX_VALUE};
+use crate::kv::{splitmix64, value_of, Key, Zipf, MAX_VALUE, SPLITMIX_GAMMA};
 use crate::registry::Registry;
 use crate::stats::Counters;
 use crate::verbs::{MemoryRegion, QueuePair, WorkCompletion};
@@ -53,12 +53,9 @@ struct Keys<'a> {
 impl Keys<'_> {
     #[inline(always)]
     fn next_u64(&mut self) -> u64 {
-        // splitmix64
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        let z = splitmix64(self.rng);
+        self.rng = self.rng.wrapping_add(SPLITMIX_GAMMA);
+        z
     }
 
     /// The next request: (key index, is it a PUT).
