@@ -19,6 +19,7 @@ pub mod error;
 pub mod hot;
 pub mod kv;
 pub mod mem;
+pub mod perf;
 pub mod registry;
 pub mod stats;
 pub mod tools;

@@ -1,32 +1,101 @@
-//! rdma-bench: the tools around the paper's benchmarks, one subcommand each.
+//! rdma-bench: perftest's tools on rdma-bench's core, and the tools around the benchmarks; one
+//! subcommand each.
 use clap::{Parser, Subcommand};
+use rdma_bench::perf::{self, args::PerfArgs, Tool};
 use rdma_bench::tools::doctor;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "rdma-bench",
     version,
-    about = "rdma-bench's tools (the paper's benchmarks are binaries of their own: rw-tput-sender, herd, …)"
+    about = "rdma-bench's tools: perftest-compatible bandwidth and latency tests, and host checks \
+             (the paper's benchmarks are binaries of their own: rw-tput-sender, herd, …)"
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+const PERF_AFTER: &str = "Server: `rdma-bench <tool> [flags]`; client: `rdma-bench <tool> [flags] SERVER`, with the \
+same flags on both sides. Either side may be perftest's matching ib_* tool (protocol 6.06, TCP port 18515).";
+
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// RDMA WRITE bandwidth, as perftest's ib_write_bw
+    #[command(name = "write-bw", after_help = PERF_AFTER)]
+    WriteBw(PerfArgs),
+    /// RDMA WRITE latency (ping-pong), as perftest's ib_write_lat
+    #[command(name = "write-lat", after_help = PERF_AFTER)]
+    WriteLat(PerfArgs),
+    /// RDMA READ bandwidth, as perftest's ib_read_bw
+    #[command(name = "read-bw", after_help = PERF_AFTER)]
+    ReadBw(PerfArgs),
+    /// RDMA READ latency, as perftest's ib_read_lat
+    #[command(name = "read-lat", after_help = PERF_AFTER)]
+    ReadLat(PerfArgs),
+    /// SEND bandwidth, as perftest's ib_send_bw
+    #[command(name = "send-bw", after_help = PERF_AFTER)]
+    SendBw(PerfArgs),
+    /// SEND latency (ping-pong), as perftest's ib_send_lat
+    #[command(name = "send-lat", after_help = PERF_AFTER)]
+    SendLat(PerfArgs),
+    /// Atomic (fetch-and-add / compare-and-swap) bandwidth, as perftest's ib_atomic_bw
+    #[command(name = "atomic-bw", after_help = PERF_AFTER)]
+    AtomicBw(PerfArgs),
+    /// Atomic latency, as perftest's ib_atomic_lat
+    #[command(name = "atomic-lat", after_help = PERF_AFTER)]
+    AtomicLat(PerfArgs),
     /// Is this host set up to benchmark RDMA? Devices, ports, GIDs, PCIe, NUMA, hugepages,
     /// memlock, CPU governor, SMT: one verdict line each (ok / warn / fail) with a fix; exit 1
     /// if something will make a benchmark fail. Reads only, changes nothing.
     Doctor(doctor::DoctorArgs),
 }
 
-fn run(cli: Cli) -> rdma_bench::Result<()> {
-    match cli.command {
-        Command::Doctor(a) => doctor::run(a),
-    }
+fn tool_named(name: &str) -> Option<Tool> {
+    [
+        Tool::WRITE_BW,
+        Tool::WRITE_LAT,
+        Tool::READ_BW,
+        Tool::READ_LAT,
+        Tool::SEND_BW,
+        Tool::SEND_LAT,
+        Tool::ATOMIC_BW,
+        Tool::ATOMIC_LAT,
+    ]
+    .into_iter()
+    .find(|t| t.name() == name)
 }
 
 fn main() {
-    rdma_bench::bench::runner::main::<Cli>("rdma-bench", run);
+    let argv: Vec<String> = std::env::args().collect();
+    let sub = argv.get(1).cloned().unwrap_or_default();
+    let tool = tool_named(&sub);
+    let name = if sub.is_empty() || (tool.is_none() && sub != "doctor") {
+        "rdma-bench".to_string()
+    } else {
+        format!("rdma-bench {sub}")
+    };
+    let result = match tool {
+        // perftest flags we do not implement are refused by name before clap sees them.
+        Some(t) => perf::args::refuse_unimplemented(t, &argv[2..]),
+        None => Ok(()),
+    }
+    .and_then(|()| {
+        let raw = argv.get(2..).unwrap_or_default().to_vec();
+        match Cli::parse().command {
+            Command::WriteBw(a) => perf::run::run(Tool::WRITE_BW, a, &raw),
+            Command::WriteLat(a) => perf::run::run(Tool::WRITE_LAT, a, &raw),
+            Command::ReadBw(a) => perf::run::run(Tool::READ_BW, a, &raw),
+            Command::ReadLat(a) => perf::run::run(Tool::READ_LAT, a, &raw),
+            Command::SendBw(a) => perf::run::run(Tool::SEND_BW, a, &raw),
+            Command::SendLat(a) => perf::run::run(Tool::SEND_LAT, a, &raw),
+            Command::AtomicBw(a) => perf::run::run(Tool::ATOMIC_BW, a, &raw),
+            Command::AtomicLat(a) => perf::run::run(Tool::ATOMIC_LAT, a, &raw),
+            Command::Doctor(a) => doctor::run(a),
+        }
+    });
+    if let Err(e) = result {
+        eprintln!("{name}: {e}");
+        std::process::exit(e.exit_code());
+    }
 }

@@ -246,6 +246,48 @@ impl SendBatch {
         Ok(())
     }
 
+    /// Points WR `i` at `local_offset` of the batch's region and `remote_offset` of its remote
+    /// buffer (SENDs: the local one only), keeping its operation and length: perftest's BW loop,
+    /// which steps both addresses by a cache line per post. Two bound checks and two stores, as
+    /// it runs once per post.
+    ///
+    /// # Panics
+    /// If `i` is not below [`len`](Self::len).
+    #[inline(always)]
+    pub fn move_to(&mut self, i: usize, local_offset: u64, remote_offset: u64) -> Result<()> {
+        let wr = self.wrs.at(i);
+        let sge = self.sges.at(i);
+        // SAFETY: both in bounds (`at` checked); plain field reads and writes through the
+        // arrays' own pointers. The new local range ends inside the region and the new remote
+        // range inside the peer's buffer (when its length is known), both checked before the
+        // stores; `rdma` and `atomic` both begin with `remote_addr`, so either WR kind is
+        // retargeted by the one store.
+        unsafe {
+            let len = u64::from((*sge).length);
+            if local_offset
+                .checked_add(len)
+                .is_none_or(|e| e > self.mr.len() as u64)
+            {
+                return Err(move_refused(local_offset, remote_offset, len));
+            }
+            if let Some(r) = self.remote {
+                let atomic = (*wr).opcode == Op::FetchAdd(0).opcode()
+                    || (*wr).opcode == Op::CmpSwap(0, 0).opcode();
+                let remote_addr = r.addr.wrapping_add(remote_offset);
+                if remote_offset
+                    .checked_add(len)
+                    .is_none_or(|e| r.len != 0 && e > r.len)
+                    || (atomic && remote_addr % 8 != 0)
+                {
+                    return Err(move_refused(local_offset, remote_offset, len));
+                }
+                (*wr).wr.rdma.remote_addr = remote_addr;
+            }
+            (*sge).addr = self.mr.addr() as u64 + local_offset;
+        }
+        Ok(())
+    }
+
     /// Points WR `i` at `remote_offset` of the batch's remote buffer with operation `op` (READ,
     /// WRITE or an atomic; atomics move 8 bytes, the others the batch's size): the paper's
     /// clients that pick a random counter or request slot per operation. Checked against the
@@ -425,6 +467,15 @@ impl SendBatch {
         }
         self.signaled_slot = want;
     }
+}
+
+#[cold]
+#[inline(never)]
+fn move_refused(local: u64, remote: u64, len: u64) -> Error {
+    Error::config(format!(
+        "cannot move a {len}-byte WR to local offset {local} and remote offset {remote}: out of \
+         bounds or misaligned"
+    ))
 }
 
 #[cold]

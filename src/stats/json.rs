@@ -1,5 +1,5 @@
-//! One flat JSON object per line, without a serializer dependency: keys are ours, values are
-//! numbers, booleans and short strings.
+//! JSON objects on one line, without a serializer dependency: keys are ours, values are numbers,
+//! booleans, short strings, and objects or arrays of objects built the same way.
 
 use std::fmt::Write;
 
@@ -55,6 +55,27 @@ impl JsonObject {
         self
     }
 
+    /// Adds a nested object.
+    pub fn object(mut self, k: &str, v: &JsonObject) -> Self {
+        self.key(k);
+        self.body.push_str(&v.finish());
+        self
+    }
+
+    /// Adds an array of objects.
+    pub fn objects(mut self, k: &str, vs: &[JsonObject]) -> Self {
+        self.key(k);
+        self.body.push('[');
+        for (i, v) in vs.iter().enumerate() {
+            if i > 0 {
+                self.body.push(',');
+            }
+            self.body.push_str(&v.finish());
+        }
+        self.body.push(']');
+        self
+    }
+
     /// The object as one line of text.
     pub fn finish(&self) -> String {
         format!("{{{}}}", self.body)
@@ -94,6 +115,15 @@ mod tests {
         assert_eq!(
             JsonObject::new().num("x", f64::NAN).finish(),
             r#"{"x":null}"#
+        );
+        let inner = JsonObject::new().int("a", 1);
+        assert_eq!(
+            JsonObject::new()
+                .object("o", &inner)
+                .objects("l", &[inner.clone(), inner.clone()])
+                .objects("e", &[])
+                .finish(),
+            r#"{"o":{"a":1},"l":[{"a":1},{"a":1}],"e":[]}"#
         );
         assert_eq!(
             JsonObject::new().str("s", "a\nb").finish(),

@@ -28,7 +28,7 @@ pub use op::Op;
 pub const WC_SEND: u32 = crate::sys::ibv_wc_opcode::IBV_WC_SEND;
 pub use pd::ProtectionDomain;
 pub use port::Port;
-pub use qp::{QpCaps, QpType, QueuePair};
+pub use qp::{ConnectParams, QpCaps, QpType, QueuePair};
 pub use qp_info::QpInfo;
 pub use wr::{Payload, Wr, WrGuard};
 

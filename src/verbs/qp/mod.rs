@@ -63,6 +63,34 @@ impl Default for QpCaps {
     }
 }
 
+/// How [`QueuePair::connect_with`] sets up the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectParams {
+    /// Path MTU (`ibv_mtu` value); None: the port's active MTU. Capped at 4096 either way.
+    pub path_mtu: Option<u32>,
+    /// READs / atomics this QP keeps in flight as initiator (at most what the peer accepts).
+    pub max_rd_atomic: u8,
+    /// READs / atomics this QP accepts in flight as responder.
+    pub max_dest_rd_atomic: u8,
+    /// Initial PSN of this QP's send queue (what its info told the peer).
+    pub sq_psn: u32,
+    /// Local ACK timeout exponent.
+    pub timeout: u8,
+}
+
+impl Default for ConnectParams {
+    /// libhrd's.
+    fn default() -> Self {
+        ConnectParams {
+            path_mtu: None,
+            max_rd_atomic: defaults::MAX_RD_ATOMIC,
+            max_dest_rd_atomic: defaults::MAX_RD_ATOMIC,
+            sq_psn: defaults::PSN,
+            timeout: defaults::TIMEOUT,
+        }
+    }
+}
+
 /// The `ibv_wr_*` operations a [`QueuePair::new_ex`] QP is asked to support.
 const EX_SEND_OPS: u64 = (sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE.0
     | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM.0
@@ -302,6 +330,12 @@ impl QueuePair {
 
     /// Connects an RC or UC QP to `remote`: INIT→RTR→RTS with libhrd's parameters.
     pub fn connect(&mut self, remote: &QpInfo) -> Result<()> {
+        self.connect_with(remote, &ConnectParams::default())
+    }
+
+    /// Connects an RC or UC QP to `remote` with explicit parameters (perftest's tools: the path
+    /// MTU both sides agreed on, the read depth each side advertised, their own PSN).
+    pub fn connect_with(&mut self, remote: &QpInfo, p: &ConnectParams) -> Result<()> {
         if self.qp_type == QpType::Ud {
             return Err(Error::config(
                 "UD QPs are not connected; address peers with an AddressHandle",
@@ -309,7 +343,10 @@ impl QueuePair {
         }
         let mut rtr = sys::ibv_qp_attr {
             qp_state: sys::ibv_qp_state::IBV_QPS_RTR,
-            path_mtu: self.port.attr().active_mtu.min(sys::ibv_mtu::IBV_MTU_4096),
+            path_mtu: p
+                .path_mtu
+                .unwrap_or(self.port.attr().active_mtu)
+                .min(sys::ibv_mtu::IBV_MTU_4096),
             dest_qp_num: remote.qpn,
             rq_psn: remote.psn,
             ah_attr: address_vector(&self.port, remote),
@@ -321,7 +358,7 @@ impl QueuePair {
             | M::IBV_QP_DEST_QPN
             | M::IBV_QP_RQ_PSN;
         if self.qp_type == QpType::Rc {
-            rtr.max_dest_rd_atomic = defaults::MAX_RD_ATOMIC;
+            rtr.max_dest_rd_atomic = p.max_dest_rd_atomic;
             rtr.min_rnr_timer = defaults::MIN_RNR_TIMER;
             mask |= M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
         }
@@ -329,15 +366,15 @@ impl QueuePair {
 
         let mut rts = sys::ibv_qp_attr {
             qp_state: sys::ibv_qp_state::IBV_QPS_RTS,
-            sq_psn: defaults::PSN,
+            sq_psn: p.sq_psn,
             ..Default::default()
         };
         let mut mask = M::IBV_QP_STATE | M::IBV_QP_SQ_PSN;
         if self.qp_type == QpType::Rc {
-            rts.timeout = defaults::TIMEOUT;
+            rts.timeout = p.timeout;
             rts.retry_cnt = defaults::RETRY_CNT;
             rts.rnr_retry = defaults::RNR_RETRY;
-            rts.max_rd_atomic = defaults::MAX_RD_ATOMIC;
+            rts.max_rd_atomic = p.max_rd_atomic;
             mask = mask
                 | M::IBV_QP_TIMEOUT
                 | M::IBV_QP_RETRY_CNT

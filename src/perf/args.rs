@@ -1,0 +1,273 @@
+//! perftest's command line: the flags, short and long, with perftest's meanings and per-tool
+//! defaults, and the perftest flags we refuse by name instead of ignoring.
+
+use clap::Args;
+
+use super::Tool;
+use crate::error::{Error, Result};
+
+/// perftest's flags (perftest 4.5 as Debian ships it, protocol 6.06). Every default that differs
+/// between tools is left unset here and resolved per tool by [`super::settings::Settings`].
+#[derive(Args, Debug, Clone, Default)]
+pub struct PerfArgs {
+    /// Server to connect to (this side is the client); none: this side is the server
+    #[arg(value_name = "SERVER")]
+    pub server: Option<String>,
+    /// RDMA device [default: the first device with an ACTIVE port]
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
+    pub ib_dev: Option<String>,
+    /// Device port
+    #[arg(
+        short = 'i',
+        long = "ib-port",
+        default_value_t = 1,
+        value_name = "PORT"
+    )]
+    pub ib_port: u8,
+    /// Source GID index [default on RoCE: perftest's pick, an IPv4-mapped RoCE v2 GID]
+    #[arg(short = 'x', long = "gid-index", value_name = "IDX")]
+    pub gid_index: Option<u32>,
+    /// TCP port of the exchange with the peer
+    #[arg(short = 'p', long = "port", default_value_t = 18515)]
+    pub port: u16,
+    /// Message size in bytes (K and M suffixes) [default: 65536 for BW tests, 2 for latency, 8 for
+    /// atomics]
+    #[arg(short = 's', long = "size", value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Run every size from 2 B to 8 MiB (powers of two) over one connection
+    #[arg(short = 'a', long = "all")]
+    pub all: bool,
+    /// Iterations [default: 5000 for write-bw, 1000 otherwise]
+    #[arg(short = 'n', long = "iters", value_parser = parse_number)]
+    pub iters: Option<u64>,
+    /// Run for this many seconds instead of a number of iterations
+    #[arg(short = 'D', long = "duration", value_parser = parse_number)]
+    pub duration: Option<u64>,
+    /// Seconds left out of the measurement at each end of a -D run [default: duration / 4]
+    #[arg(short = 'f', long = "margin", value_parser = parse_number)]
+    pub margin: Option<u64>,
+    /// Send queue depth [default: 128 for BW tests, 1 for latency]
+    #[arg(short = 't', long = "tx-depth", value_parser = parse_number)]
+    pub tx_depth: Option<u64>,
+    /// Receive queue depth [default: 512 for SEND tests, 1 otherwise]
+    #[arg(short = 'r', long = "rx-depth", value_parser = parse_number)]
+    pub rx_depth: Option<u64>,
+    /// Number of QPs (BW tests)
+    #[arg(short = 'q', long = "qp", value_parser = parse_number)]
+    pub qps: Option<u64>,
+    /// Transport: RC (UC and UD are not implemented yet)
+    #[arg(
+        short = 'c',
+        long = "connection",
+        default_value = "RC",
+        value_name = "RC|UC|UD"
+    )]
+    pub connection: String,
+    /// Post WRs in chains of this many per doorbell (BW tests)
+    #[arg(short = 'l', long = "post_list", value_parser = parse_number)]
+    pub post_list: Option<u64>,
+    /// One signaled completion per this many WRs [default: 100; 1 above 8 KiB; the post list
+    /// with -l]
+    #[arg(short = 'Q', long = "cq-mod", value_parser = parse_number)]
+    pub cq_mod: Option<u64>,
+    /// Largest payload sent inline (WRITE and SEND tests) [default: perftest's for the device;
+    /// 0 on devices perftest does not know, such as Soft-RoCE]
+    #[arg(short = 'I', long = "inline_size", value_parser = parse_number)]
+    pub inline_size: Option<u64>,
+    /// Outstanding READs / atomics (READ and atomic tests) [default: the device maximum]
+    #[arg(short = 'o', long = "outs", value_parser = parse_number)]
+    pub outs: Option<u64>,
+    /// Atomic operation: FETCH_AND_ADD or CMP_AND_SWAP (atomic tests)
+    #[arg(short = 'A', long = "atomic_type", value_name = "TYPE")]
+    pub atomic_type: Option<String>,
+    /// Do not warn when the CPU frequency looks scaled
+    #[arg(short = 'F', long = "CPU-freq")]
+    pub cpu_freq: bool,
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096 [default: the port's active MTU]
+    #[arg(short = 'm', long = "mtu", value_parser = parse_number)]
+    pub mtu: Option<u64>,
+    /// QP ACK timeout exponent (4.096 µs × 2^N)
+    #[arg(short = 'u', long = "qp-timeout", default_value_t = 14)]
+    pub qp_timeout: u8,
+    /// Skip the peak bandwidth (BW tests)
+    #[arg(short = 'N', long = "noPeak")]
+    pub no_peak: bool,
+    /// Print every latency sample, unsorted (latency tests)
+    #[arg(short = 'U', long = "report-unsorted")]
+    pub report_unsorted: bool,
+    /// Report latencies in CPU cycles (latency tests)
+    #[arg(short = 'C', long = "report-cycles")]
+    pub report_cycles: bool,
+    /// Print every latency sample, sorted (latency tests)
+    #[arg(short = 'H', long = "report-histogrm", alias = "report-histogram")]
+    pub report_histogram: bool,
+    /// Bandwidth in Gb/s (10^9 bits) instead of MB/s (2^20 bytes)
+    #[arg(long = "report_gbits")]
+    pub report_gbits: bool,
+    /// Write the results as JSON (to --out_json_file, default perftest_out.json)
+    #[arg(long = "out_json")]
+    pub out_json: bool,
+    /// The JSON file of --out_json
+    #[arg(long = "out_json_file", value_name = "FILE")]
+    pub out_json_file: Option<String>,
+    /// Buffers on hugepages (reserve them first: /proc/sys/vm/nr_hugepages)
+    #[arg(long = "use_hugepages")]
+    pub use_hugepages: bool,
+    /// Seconds a client keeps retrying to reach its server (not a perftest flag: perftest tries
+    /// once)
+    #[arg(long = "connect-timeout", default_value_t = 10, value_name = "SECS")]
+    pub connect_timeout: u64,
+}
+
+/// perftest's numbers: decimal, 0x hex or 0 octal (C's strtol with base 0).
+pub fn parse_number(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let parsed = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16)
+    } else if t.len() > 1 && t.starts_with('0') {
+        u64::from_str_radix(&t[1..], 8)
+    } else {
+        t.parse()
+    };
+    parsed.map_err(|_| format!("{s:?} is not a non-negative integer"))
+}
+
+/// Sizes take one K (×1024) or M (×1048576) suffix, as perftest's -s does.
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let (num, mult) = match s.trim().as_bytes().last() {
+        Some(b'K' | b'k') => (&s.trim()[..s.trim().len() - 1], 1024),
+        Some(b'M' | b'm') => (&s.trim()[..s.trim().len() - 1], 1 << 20),
+        _ => (s.trim(), 1),
+    };
+    let n = parse_number(num)?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+/// perftest flags that rdma-bench does not implement (yet), and why, so that they are refused
+/// by name rather than taken for something else or ignored.
+const REFUSED: &[(Option<char>, &str, &str)] = &[
+    (Some('R'), "rdma_cm", "RDMA CM connection"),
+    (Some('z'), "comm_rdma_cm", "the exchange over RDMA CM"),
+    (Some('b'), "bidirectional", "bidirectional tests"),
+    (Some('e'), "events", "completion events"),
+    (Some('X'), "vector", "completion vectors"),
+    (Some('g'), "mcg", "multicast"),
+    (Some('M'), "MGID", "multicast"),
+    (Some('O'), "dualport", "dual-port mode"),
+    (Some('w'), "limit_bw", "bandwidth limits"),
+    (Some('y'), "limit_msgrate", "message-rate limits"),
+    (Some('S'), "sl", "service levels"),
+    (Some('T'), "tos", "type of service"),
+    (Some('L'), "hop_limit", "raw Ethernet"),
+    (Some('W'), "report-counters", "performance counters"),
+    (Some('B'), "source_mac", "raw Ethernet"),
+    (Some('E'), "dest_mac", "raw Ethernet"),
+    (Some('J'), "dest_ip", "raw Ethernet"),
+    (Some('j'), "source_ip", "raw Ethernet"),
+    (Some('K'), "dest_port", "raw Ethernet"),
+    (Some('k'), "source_port", "raw Ethernet"),
+    (Some('Z'), "server", "raw Ethernet"),
+    (Some('P'), "client", "raw Ethernet"),
+    (Some('v'), "mac_fwd", "raw Ethernet"),
+    (None, "run_infinitely", "endless runs"),
+    (None, "report-both", "bidirectional tests"),
+    (None, "perform_warm_up", "warm-up posts"),
+    (None, "cpu_util", "CPU utilisation"),
+    (None, "dont_xchg_versions", "skipping the version exchange"),
+    (None, "use-srq", "SRQs"),
+    (None, "reversed", "reversed roles"),
+    (None, "odp", "on-demand paging"),
+    (None, "mr_per_qp", "one MR per QP"),
+    (None, "report-per-port", "per-port reports"),
+    (None, "use_old_post_send", "choosing the post API"),
+    (None, "use_rss", "raw Ethernet"),
+    (None, "ethertype", "raw Ethernet"),
+    (None, "force-link", "forcing the link layer"),
+    (None, "ipv6", "IPv6 GIDs"),
+    (None, "inline_recv", "inline receives"),
+    (None, "dlid", "a fixed DLID"),
+    (None, "tclass", "traffic classes"),
+    (None, "pkey_index", "P_Key indexes"),
+    (None, "recv_post_list", "receive post lists"),
+    (None, "latency_gap", "latency gaps"),
+    (None, "flow_label", "flow labels"),
+    (None, "retry_count", "retry counts"),
+    (None, "mmap", "mmap'd buffers"),
+    (None, "rate_limit", "rate limiting"),
+    (None, "burst_size", "rate limiting"),
+    (None, "output", "reduced output"),
+    (None, "use_cuda", "GPU memory"),
+    (None, "use_rocm", "GPU memory"),
+];
+
+/// Refuses a perftest flag we do not implement, by name, before clap sees the command line
+/// (`args` are the subcommand's arguments, without the program and subcommand names).
+pub fn refuse_unimplemented(tool: Tool, args: &[String]) -> Result<()> {
+    for a in args {
+        if a == "--" {
+            break;
+        }
+        let hit = if let Some(long) = a.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or(long);
+            REFUSED.iter().find(|(_, l, _)| *l == name)
+        } else if let Some(shorts) = a.strip_prefix('-') {
+            // A cluster of short flags (-aF) or a flag with its value attached (-s64): only the
+            // first letter is surely a flag.
+            shorts
+                .chars()
+                .next()
+                .and_then(|c| REFUSED.iter().find(|(s, _, _)| *s == Some(c)))
+        } else {
+            None
+        };
+        if let Some((short, long, what)) = hit {
+            let name = match short {
+                Some(s) => format!("-{s}/--{long}"),
+                None => format!("--{long}"),
+            };
+            return Err(Error::config(format!(
+                "perftest's {name} ({what}) is not implemented in rdma-bench {} yet",
+                tool.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_parse_as_strtol_base_0() {
+        assert_eq!(parse_number("100"), Ok(100));
+        assert_eq!(parse_number("0x10"), Ok(16));
+        assert_eq!(parse_number("010"), Ok(8));
+        assert_eq!(parse_number("0"), Ok(0));
+        assert!(parse_number("1e3").is_err());
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("8M"), Ok(8 << 20));
+    }
+
+    #[test]
+    fn unimplemented_perftest_flags_are_refused_by_name() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let e = refuse_unimplemented(Tool::WRITE_BW, &v(&["-s", "8", "-b"]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "perftest's -b/--bidirectional (bidirectional tests) is not implemented in rdma-bench write-bw yet"
+        );
+        let e = refuse_unimplemented(Tool::SEND_LAT, &v(&["--run_infinitely"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("perftest's --run_infinitely (endless runs)"),
+            "{e}"
+        );
+        assert!(refuse_unimplemented(Tool::WRITE_BW, &v(&["-aF", "-s", "-5", "host"])).is_ok());
+        assert!(refuse_unimplemented(Tool::WRITE_BW, &v(&["--", "-b"])).is_ok());
+    }
+}

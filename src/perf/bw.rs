@@ -1,0 +1,353 @@
+//! The BW loops: perftest's `run_iter_bw` (the side that posts WRITEs, READs, atomics or SENDs)
+//! and `run_iter_bw_server` (the side that receives SENDs), on prebuilt batches.
+//!
+//! As perftest: each QP keeps at most `tx_depth` WRs in flight; a WR is signaled every `cq_mod`
+//! posts (and the last one of an iteration run), and each completion retires `cq_mod` WRs; with
+//! `-l` a chain of `post_list` WRs goes out per doorbell; a message small enough to fit twice in
+//! the cycle buffer steps its local and remote addresses by INC per post, wrapping in the cycle
+//! buffer. Posts and completions are stamped for the peak unless `-N` (or `-D`).
+
+use std::time::{Duration, Instant};
+
+use super::clock::{self, DurationWindow};
+use super::session::Session;
+use super::settings::{AtomicType, Length};
+use super::stats::{peak_ticks_per_msg, BwRow};
+use super::Verb;
+use crate::control::stop_requested;
+use crate::error::{Error, Result};
+use crate::hot::{Remote, SendBatch, SendSpec};
+use crate::verbs::{Op, WorkCompletion};
+
+/// perftest polls up to this many completions at once (CTX_POLL_BATCH).
+const POLL_BATCH: usize = 16;
+/// Without any completion for this long, the run has failed.
+const STALL: Duration = Duration::from_secs(10);
+
+/// The operation of a test's WRs.
+pub fn op_of(verb: Verb, atomic: AtomicType) -> Op {
+    match verb {
+        Verb::Write => Op::Write,
+        Verb::Read => Op::Read,
+        Verb::Send => Op::Send,
+        Verb::Atomic => match atomic {
+            AtomicType::FetchAndAdd => Op::FetchAdd(1),
+            AtomicType::CmpAndSwap => Op::CmpSwap(0, 0),
+        },
+    }
+}
+
+/// Counts empty polls and fails a run that stopped completing (the peer gone, the QP in error).
+pub(crate) struct StallGuard {
+    empty: u32,
+    since: Option<Instant>,
+}
+
+impl StallGuard {
+    pub(crate) fn new() -> Self {
+        StallGuard {
+            empty: 0,
+            since: None,
+        }
+    }
+
+    /// Progress was made.
+    #[inline(always)]
+    pub(crate) fn progress(&mut self) {
+        self.empty = 0;
+        self.since = None;
+    }
+
+    /// Nothing arrived: errors after [`STALL`] of nothing, checking the clock once per 64 Ki.
+    #[inline(always)]
+    pub(crate) fn idle(&mut self, what: &str) -> Result<()> {
+        self.empty = self.empty.wrapping_add(1);
+        if self.empty & 0xffff == 0 {
+            let t0 = *self.since.get_or_insert_with(Instant::now);
+            if t0.elapsed() > STALL {
+                return Err(Error::timeout(
+                    format!("no {what}"),
+                    STALL,
+                    Some("the peer is gone, or runs another test or size"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Builds QP `q`'s batch for `size`-byte messages.
+fn batch_for(s: &mut Session, q: usize, size: u64) -> Result<(SendBatch, u64)> {
+    let st = &s.settings;
+    let op = op_of(st.tool.verb, st.atomic);
+    let geo = s.geo;
+    let slots = geo.slots(size);
+    let inc = geo.inc(size);
+    let pl = st.post_list as usize;
+    let spec = SendSpec {
+        op,
+        postlist: pl,
+        size: size as u32,
+        stride: if slots > 1 { inc as usize } else { 0 },
+        local_offset: geo.local(q as u64) as usize,
+        remote_offset: 0,
+        inline: size <= u64::from(s.inline) && matches!(st.tool.verb, Verb::Write | Verb::Send),
+    };
+    let remote = (st.tool.verb != Verb::Send).then(|| Remote {
+        addr: s.rem[q].vaddr,
+        rkey: s.rem[q].rkey,
+        len: 0,
+    });
+    let (qp, mr) = (&mut s.qps[q], &s.mr);
+    let mut b = SendBatch::new(qp, mr, spec, remote)?;
+    for j in 0..pl {
+        b.set_wr_id(j, q as u64);
+        // A chain longer than the cycle buffer wraps in it, as perftest's does.
+        let k = (j as u64 % slots) * if slots > 1 { inc } else { 0 };
+        b.move_to(j, geo.local(q as u64) + k, k)?;
+        if pl > 1 {
+            b.set_signaled(j, (j + 1) % st.cq_mod as usize == 0);
+        }
+    }
+    Ok((b, slots))
+}
+
+/// Runs one size on the posting side; returns its row (MB/s or Gb/s as set).
+pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
+    let nq = s.qps.len();
+    let mut batches = Vec::with_capacity(nq);
+    for q in 0..nq {
+        batches.push(batch_for(s, q, size)?);
+    }
+    let st = s.settings.clone();
+    let (pl, cq_mod, tx_depth) = (
+        u64::from(st.post_list),
+        u64::from(st.cq_mod),
+        u64::from(st.tx_depth),
+    );
+    let inc = s.geo.inc(size);
+    let window = match st.length {
+        Length::Duration { secs, margin } => Some(DurationWindow::starting_now(secs, margin)),
+        Length::Iters(_) => None,
+    };
+    let iters = st.iters();
+    let total = iters * nq as u64;
+    let stamps = !st.no_peak;
+    let mut posted = vec![0u64; if stamps { total as usize } else { 0 }];
+    let mut completed = vec![0u64; if stamps { total as usize } else { 0 }];
+    let mut scnt = vec![0u64; nq];
+    let mut ccnt = vec![0u64; nq];
+    let (mut totscnt, mut totccnt) = (0u64, 0u64);
+    let mut wcs = [WorkCompletion::default(); POLL_BATCH];
+    let mut guard = StallGuard::new();
+    let send_cq = std::sync::Arc::clone(s.qps[0].send_cq());
+    // Duration mode: messages completed inside the sampled window, and its edges.
+    let (mut sampled, mut first, mut last) = (0u64, 0u64, 0u64);
+    let mut in_window = false;
+    let start = clock::now();
+    loop {
+        if let Some(w) = &window {
+            let now = clock::now();
+            if now >= w.end {
+                break;
+            }
+            if !in_window && w.sampling(now) {
+                in_window = true;
+                first = now;
+            } else if in_window && !w.sampling(now) {
+                in_window = false;
+                last = now;
+            }
+        } else if totccnt >= total {
+            break;
+        }
+        if stop_requested() {
+            break;
+        }
+        for (q, (batch, slots)) in batches.iter_mut().enumerate() {
+            let qp = &mut s.qps[q];
+            while (window.is_some() || scnt[q] < iters) && scnt[q] + pl <= ccnt[q] + tx_depth {
+                if pl == 1 {
+                    let m = scnt[q];
+                    if *slots > 1 {
+                        let k = (m % *slots) * inc;
+                        batch.move_to(0, s.geo.local(q as u64) + k, k)?;
+                    }
+                    batch.set_signaled(
+                        0,
+                        m % cq_mod == cq_mod - 1 || (window.is_none() && m == iters - 1),
+                    );
+                }
+                if stamps {
+                    posted[totscnt as usize] = clock::now();
+                }
+                batch.post(qp)?;
+                scnt[q] += pl;
+                totscnt += pl;
+            }
+        }
+        let n = send_cq.poll(&mut wcs)?;
+        if n == 0 {
+            guard.idle("completion")?;
+            continue;
+        }
+        guard.progress();
+        let t = if stamps || in_window { clock::now() } else { 0 };
+        for wc in &wcs[..n] {
+            wc.result()?;
+            ccnt[wc.wr_id() as usize] += cq_mod;
+            totccnt += cq_mod;
+            if stamps {
+                completed[(totccnt.min(total) - 1) as usize] = t;
+            }
+            if in_window {
+                sampled += cq_mod;
+            }
+        }
+    }
+    let end = clock::now();
+    let tpu = clock::ticks_per_us();
+    let ticks_per_s = tpu * 1e6;
+    let row = match window {
+        Some(_) => {
+            let last = if last == 0 { end } else { last };
+            BwRow::average(
+                size,
+                sampled,
+                last.saturating_sub(first),
+                ticks_per_s,
+                st.gbits,
+            )
+        }
+        None => {
+            let done = totccnt.min(total);
+            let ticks = if stamps && done > 0 {
+                completed[(done - 1) as usize].saturating_sub(posted[0])
+            } else {
+                end.saturating_sub(start)
+            };
+            let mut row = BwRow::average(size, done, ticks, ticks_per_s, st.gbits);
+            if stamps && done == total {
+                if let Some(best) =
+                    peak_ticks_per_msg(&posted, &completed, pl as usize, cq_mod as usize)
+                {
+                    row.peak =
+                        size as f64 * ticks_per_s / best / super::stats::format_factor(st.gbits);
+                }
+            }
+            row
+        }
+    };
+    Ok(row)
+}
+
+/// One QP's RECV: `size` bytes into the buffer it exposes.
+fn recv_for(s: &mut Session, q: usize, size: u64) -> Result<crate::hot::RecvBatch> {
+    let off = s.geo.exposed(q as u64) as usize;
+    let (qp, mr) = (&mut s.qps[q], &s.mr);
+    crate::hot::RecvBatch::new(qp, mr, 1, size as u32, off, 0)
+}
+
+/// Posts each QP's first `rx_depth` RECVs for `size`-byte messages (perftest's
+/// ctx_set_recv_wqes); returns the batches and how many each QP has posted.
+pub fn post_receives(s: &mut Session, size: u64) -> Result<(Vec<crate::hot::RecvBatch>, Vec<u64>)> {
+    let nq = s.qps.len();
+    let mut recvs = Vec::with_capacity(nq);
+    for q in 0..nq {
+        let mut r = recv_for(s, q, size)?;
+        for _ in 0..s.settings.rx_depth {
+            r.post(&mut s.qps[q], 1)?;
+        }
+        recvs.push(r);
+    }
+    Ok((recvs, vec![u64::from(s.settings.rx_depth); nq]))
+}
+
+/// Runs one size on the receiving side of send-bw (perftest's run_iter_bw_server): counts
+/// RECVs from the first to the last, reposting while more are due. Peak is never computed.
+pub fn receive_side(
+    s: &mut Session,
+    size: u64,
+    recvs: &mut [crate::hot::RecvBatch],
+    posted: &mut [u64],
+) -> Result<BwRow> {
+    let st = s.settings.clone();
+    let nq = s.qps.len();
+    let iters = st.iters();
+    let total = iters * nq as u64;
+    let qpns: Vec<u32> = s.qps.iter().map(|q| q.qp_num()).collect();
+    let recv_cq = std::sync::Arc::clone(s.qps[0].recv_cq());
+    let mut wcs = [WorkCompletion::default(); POLL_BATCH];
+    let mut guard = StallGuard::new();
+    let (mut rcnt, mut first, mut last) = (0u64, 0u64, 0u64);
+    let mut window: Option<DurationWindow> = None;
+    let (mut sampled, mut w_first, mut w_last, mut in_window) = (0u64, 0u64, 0u64, false);
+    loop {
+        if let Length::Duration { .. } = st.length {
+            if let Some(w) = &window {
+                let now = clock::now();
+                if now >= w.end {
+                    break;
+                }
+                if !in_window && w.sampling(now) {
+                    in_window = true;
+                    w_first = now;
+                } else if in_window && !w.sampling(now) {
+                    in_window = false;
+                    w_last = now;
+                }
+            }
+        } else if rcnt >= total {
+            break;
+        }
+        if stop_requested() {
+            break;
+        }
+        let n = recv_cq.poll(&mut wcs)?;
+        if n == 0 {
+            guard.idle("SEND from the peer")?;
+            continue;
+        }
+        guard.progress();
+        let t = clock::now();
+        if rcnt == 0 {
+            first = t;
+            if let Length::Duration { secs, margin } = st.length {
+                window = Some(DurationWindow::starting_now(secs, margin));
+            }
+        }
+        for wc in &wcs[..n] {
+            wc.result()?;
+            rcnt += 1;
+            if in_window {
+                sampled += 1;
+            }
+            let q = qpns.iter().position(|&x| x == wc.qp_num()).unwrap_or(0);
+            if window.is_some() || posted[q] < iters {
+                recvs[q].post(&mut s.qps[q], 1)?;
+                posted[q] += 1;
+            }
+        }
+        last = t;
+    }
+    let ticks_per_s = clock::ticks_per_us() * 1e6;
+    Ok(match st.length {
+        Length::Duration { .. } => {
+            let w_last = if w_last == 0 { clock::now() } else { w_last };
+            BwRow::average(
+                size,
+                sampled,
+                w_last.saturating_sub(w_first),
+                ticks_per_s,
+                st.gbits,
+            )
+        }
+        Length::Iters(_) => BwRow::average(
+            size,
+            rcnt,
+            last.saturating_sub(first),
+            ticks_per_s,
+            st.gbits,
+        ),
+    })
+}

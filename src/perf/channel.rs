@@ -1,0 +1,405 @@
+//! perftest's out-of-band TCP channel (port 18515 by default): the connection, the version and
+//! system-data exchanges, the MTU agreement, the QP keys, the end-of-test reports and the closing.
+//!
+//! Every exchange is symmetric and ordered the same way on both sides: the client writes its
+//! message, then reads the server's; the server reads, then writes. Each message is one `write()`
+//! of a fixed size, because perftest reads each with a single `read()` of exactly that size.
+//! Numbers are big-endian (perftest's `hton_*`), strings NUL-padded.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use super::keys::{Dest, KEY_MSG_SIZE, KEY_MSG_SIZE_GID};
+use crate::control::stop_requested;
+use crate::error::{Error, Result};
+
+/// The perftest protocol we speak: Debian 12's perftest 4.5+0.17 calls itself 6.06. A peer that
+/// announces 6.28 or later sees our number and skips the parameter negotiation it added then.
+pub const PROTOCOL_VERSION: &str = "6.06";
+/// Bytes of the version message (perftest's MAX_VERSION).
+const VERSION_BYTES: usize = 16;
+/// perftest refuses peers older than this.
+const OLDEST_PEER: f64 = 5.70;
+/// How long one step of the set-up (a key, a version) may take once both sides are connected.
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a blocked read looks at the stop flag.
+const READ_SLICE: Duration = Duration::from_millis(200);
+
+/// How long a read may wait.
+#[derive(Debug, Clone, Copy)]
+pub enum Wait {
+    /// Set-up steps: the peer is right there, so silence means it is stuck or gone.
+    Setup,
+    /// The peer is running its test (a `-D 600` run, a long `-a` sweep): wait for as long as
+    /// it takes, but end on a stop request or when the peer closes the connection.
+    Test,
+}
+
+/// The connected TCP channel.
+pub struct Channel {
+    stream: TcpStream,
+    is_client: bool,
+    peer: String,
+    /// The peer's version, as `atof` reads it.
+    peer_version: f64,
+}
+
+/// The number at the start of a version string, as C's `atof` reads it (0 when there is none).
+pub fn leading_number(s: &str) -> f64 {
+    let s = s.trim_start();
+    let end = s
+        .char_indices()
+        .take_while(|&(i, c)| c.is_ascii_digit() || (c == '.' && !s[..i].contains('.')))
+        .last()
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    s[..end].parse().unwrap_or(0.0)
+}
+
+impl Channel {
+    /// Connects to a server at `host:port`, retrying until `timeout` (the server may still be
+    /// starting) or a stop request.
+    pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<Channel> {
+        let peer = format!("{host}:{port}");
+        let deadline = Instant::now() + timeout;
+        let mut last: Option<std::io::Error> = None;
+        loop {
+            let addrs = (host, port)
+                .to_socket_addrs()
+                .map_err(|e| Error::config(format!("cannot resolve server {host:?}: {e}")))?;
+            // perftest's channel is IPv4 only (AF_INET).
+            for a in addrs.filter(|a| a.is_ipv4()) {
+                match TcpStream::connect_timeout(&a, Duration::from_secs(1)) {
+                    Ok(stream) => return Channel::ready(stream, true, peer),
+                    Err(e) => last = Some(e),
+                }
+            }
+            if Instant::now() >= deadline || stop_requested() {
+                let why = last.map_or("no IPv4 address".to_string(), |e| e.to_string());
+                return Err(Error::Timeout {
+                    what: format!("no server answered at {peer} ({why})"),
+                    after: timeout,
+                    hint: Some("start the server side first, with the same -p and flags"),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits for one client on `port` (all IPv4 addresses), for as long as it takes or until a
+    /// stop request.
+    pub fn accept(port: u16) -> Result<Channel> {
+        let listener = TcpListener::bind(("0.0.0.0", port)).map_err(|e| {
+            Error::config(format!(
+                "cannot listen on TCP port {port}: {e} (another server running? pick one with -p)"
+            ))
+        })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::config(format!("listening socket: {e}")))?;
+        loop {
+            match listener.accept() {
+                Ok((stream, addr)) => {
+                    stream
+                        .set_nonblocking(false)
+                        .map_err(|e| Error::config(format!("accepted socket: {e}")))?;
+                    return Channel::ready(stream, false, addr.ip().to_string());
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if stop_requested() {
+                        return Err(Error::Stopped("stopped while waiting for a client".into()));
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => return Err(Error::config(format!("accept on port {port}: {e}"))),
+            }
+        }
+    }
+
+    fn ready(stream: TcpStream, is_client: bool, peer: String) -> Result<Channel> {
+        stream
+            .set_nodelay(true)
+            .and_then(|()| stream.set_read_timeout(Some(READ_SLICE)))
+            .map_err(|e| Error::config(format!("TCP channel to {peer}: {e}")))?;
+        Ok(Channel {
+            stream,
+            is_client,
+            peer,
+            peer_version: 0.0,
+        })
+    }
+
+    /// The peer's address (host or host:port), for messages.
+    pub fn peer(&self) -> &str {
+        &self.peer
+    }
+
+    /// The peer's protocol version.
+    pub fn peer_version(&self) -> f64 {
+        self.peer_version
+    }
+
+    /// One symmetric exchange of `mine` for the peer's message of `theirs.len()` bytes.
+    pub fn exchange(&mut self, mine: &[u8], theirs: &mut [u8], wait: Wait) -> Result<()> {
+        if self.is_client {
+            self.send(mine)?;
+            self.recv(theirs, wait)
+        } else {
+            self.recv(theirs, wait)?;
+            self.send(mine)
+        }
+    }
+
+    fn send(&mut self, msg: &[u8]) -> Result<()> {
+        self.stream.write_all(msg).map_err(|e| self.lost(e))
+    }
+
+    fn recv(&mut self, buf: &mut [u8], wait: Wait) -> Result<()> {
+        let start = Instant::now();
+        let mut got = 0;
+        while got < buf.len() {
+            match self.stream.read(&mut buf[got..]) {
+                Ok(0) => {
+                    return Err(Error::PeerLost {
+                        peer: self.peer.clone(),
+                        what: "it closed the perftest channel".into(),
+                    })
+                }
+                Ok(n) => got += n,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    if stop_requested() {
+                        return Err(Error::Stopped(format!(
+                            "stopped while waiting for {}",
+                            self.peer
+                        )));
+                    }
+                    if matches!(wait, Wait::Setup) && start.elapsed() > SETUP_TIMEOUT {
+                        return Err(Error::Timeout {
+                            what: format!("no answer from {} on the perftest channel", self.peer),
+                            after: SETUP_TIMEOUT,
+                            hint: Some(
+                                "the peer is stuck, or is not perftest/rdma-bench with the same test and flags",
+                            ),
+                        });
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.lost(e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn lost(&self, e: std::io::Error) -> Error {
+        Error::PeerLost {
+            peer: self.peer.clone(),
+            what: format!("perftest channel: {e}"),
+        }
+    }
+
+    /// Versions first (perftest's `exchange_versions`): refuses a peer older than perftest 5.70,
+    /// as perftest does.
+    pub fn exchange_versions(&mut self) -> Result<()> {
+        let mut mine = [0u8; VERSION_BYTES];
+        mine[..PROTOCOL_VERSION.len()].copy_from_slice(PROTOCOL_VERSION.as_bytes());
+        let mut theirs = [0u8; VERSION_BYTES];
+        self.exchange(&mine, &mut theirs, Wait::Setup)?;
+        let text: String = theirs
+            .iter()
+            .take_while(|&&b| b != 0)
+            .map(|&b| b as char)
+            .collect();
+        self.peer_version = leading_number(&text);
+        if self.peer_version < OLDEST_PEER {
+            return Err(Error::Protocol(format!(
+                "{} speaks perftest protocol {text:?}; perftest {OLDEST_PEER:.2} or later is needed",
+                self.peer
+            )));
+        }
+        Ok(())
+    }
+
+    /// Page size and cache-line size (perftest's `check_sys_data`); both sides keep the larger.
+    pub fn exchange_sys_data(&mut self, cycle_buffer: u32, cache_line: u32) -> Result<(u32, u32)> {
+        if self.peer_version < 5.32 {
+            return Ok((cycle_buffer, cache_line));
+        }
+        let mut theirs = [0u8; 4];
+        self.exchange(&cycle_buffer.to_be_bytes(), &mut theirs, Wait::Setup)?;
+        let rem_cycle = u32::from_be_bytes(theirs);
+        self.exchange(&cache_line.to_be_bytes(), &mut theirs, Wait::Setup)?;
+        let rem_line = u32::from_be_bytes(theirs);
+        Ok((cycle_buffer.max(rem_cycle), cache_line.max(rem_line)))
+    }
+
+    /// The path MTU (perftest's `check_mtu`): each side sends its `ibv_mtu` value (1 = 256 B …
+    /// 5 = 4096 B) as a decimal string; both use the smaller.
+    pub fn exchange_mtu(&mut self, mtu: u32) -> Result<u32> {
+        if self.peer_version < 5.1 {
+            return Ok(mtu);
+        }
+        let len = if self.peer_version >= 5.31 { 2 } else { 4 };
+        let mut mine = [0u8; 4];
+        let digits = mtu.to_string();
+        mine[..digits.len().min(3)].copy_from_slice(&digits.as_bytes()[..digits.len().min(3)]);
+        let mut theirs = [0u8; 4];
+        self.exchange(&mine[..len], &mut theirs[..len], Wait::Setup)?;
+        let text: String = theirs
+            .iter()
+            .take_while(|&&b| b.is_ascii_digit())
+            .map(|&b| b as char)
+            .collect();
+        let rem: u32 = text.parse().unwrap_or(0);
+        Ok(if (1..=5).contains(&rem) && rem < mtu {
+            rem
+        } else {
+            mtu
+        })
+    }
+
+    /// One QP key each way (perftest's `ctx_hand_shake`), also used as a bare barrier.
+    pub fn hand_shake(&mut self, mine: &Dest, with_gid: bool, wait: Wait) -> Result<Dest> {
+        let len = if with_gid {
+            KEY_MSG_SIZE_GID
+        } else {
+            KEY_MSG_SIZE
+        };
+        let mut theirs = vec![0u8; len];
+        self.exchange(&mine.encode(with_gid), &mut theirs, wait)?;
+        Dest::decode(&theirs, with_gid)
+    }
+
+    /// The end-of-test BW reports (perftest's `xchg_bw_reports`), five exchanges.
+    pub fn exchange_bw_report(&mut self, mine: &BwReport) -> Result<BwReport> {
+        let mut b8 = [0u8; 8];
+        self.exchange(&mine.size.to_be_bytes(), &mut b8, Wait::Setup)?;
+        let size = u64::from_be_bytes(b8);
+        let iters = if self.peer_version >= 5.33 {
+            self.exchange(&mine.iters.to_be_bytes(), &mut b8, Wait::Setup)?;
+            u64::from_be_bytes(b8)
+        } else {
+            let mut b4 = [0u8; 4];
+            self.exchange(&(mine.iters as u32).to_be_bytes(), &mut b4, Wait::Setup)?;
+            u64::from(u32::from_be_bytes(b4))
+        };
+        let mut num = |v: f64| -> Result<f64> {
+            let mut b = [0u8; 8];
+            self.exchange(&v.to_bits().to_be_bytes(), &mut b, Wait::Setup)?;
+            Ok(f64::from_bits(u64::from_be_bytes(b)))
+        };
+        Ok(BwReport {
+            size,
+            iters,
+            bw_peak: num(mine.bw_peak)?,
+            bw_avg: num(mine.bw_avg)?,
+            msg_rate: num(mine.msg_rate)?,
+        })
+    }
+
+    /// perftest's `ctx_close_connection`: a last key exchange, then "done" each way. We read the
+    /// peer's "done" before closing, so that our close never resets a peer still writing it.
+    pub fn close(&mut self, mine: &Dest, with_gid: bool) -> Result<()> {
+        self.hand_shake(mine, with_gid, Wait::Setup)?;
+        self.close_after_handshake()
+    }
+
+    /// The "done" of [`close`](Self::close), for a side whose last handshake had to wait for
+    /// the peer's whole run.
+    pub fn close_after_handshake(&mut self) -> Result<()> {
+        self.send(b"done\0")?;
+        let mut done = [0u8; 5];
+        let _ = self.recv(&mut done, Wait::Setup);
+        Ok(())
+    }
+}
+
+/// One side's BW result as perftest exchanges it (MB/s or Gb/s as the side's report format says).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct BwReport {
+    /// Message size.
+    pub size: u64,
+    /// Iterations.
+    pub iters: u64,
+    /// Peak bandwidth.
+    pub bw_peak: f64,
+    /// Average bandwidth.
+    pub bw_avg: f64,
+    /// Messages per second, millions.
+    pub msg_rate: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_read_as_atof_does() {
+        assert_eq!(leading_number("6.06"), 6.06);
+        assert_eq!(leading_number("5.70\0junk"), 5.70);
+        assert_eq!(leading_number("6.29 rdma"), 6.29);
+        assert_eq!(leading_number("x"), 0.0);
+        assert_eq!(leading_number("1.2.3"), 1.2);
+    }
+
+    /// Both ends of every exchange, through a real socket pair on the loopback.
+    #[test]
+    fn client_and_server_exchange_in_perftests_order() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let server = std::thread::spawn(move || {
+            let mut ch = Channel::accept(port).unwrap();
+            ch.exchange_versions().unwrap();
+            let sys = ch.exchange_sys_data(4096, 64).unwrap();
+            let mtu = ch.exchange_mtu(5).unwrap();
+            let me = Dest {
+                qpn: 7,
+                ..Dest::default()
+            };
+            let peer = ch.hand_shake(&me, true, Wait::Setup).unwrap();
+            let rep = ch
+                .exchange_bw_report(&BwReport {
+                    size: 1,
+                    ..BwReport::default()
+                })
+                .unwrap();
+            ch.close(&me, true).unwrap();
+            (sys, mtu, peer.qpn, rep)
+        });
+        let mut ch = Channel::connect("127.0.0.1", port, Duration::from_secs(5)).unwrap();
+        ch.exchange_versions().unwrap();
+        assert_eq!(ch.peer_version(), 6.06);
+        assert_eq!(ch.exchange_sys_data(8192, 64).unwrap(), (8192, 64));
+        assert_eq!(ch.exchange_mtu(3).unwrap(), 3);
+        let me = Dest {
+            qpn: 9,
+            ..Dest::default()
+        };
+        assert_eq!(ch.hand_shake(&me, true, Wait::Setup).unwrap().qpn, 7);
+        let mine = BwReport {
+            size: 32,
+            iters: 5000,
+            bw_peak: 1.5,
+            bw_avg: 1.25,
+            msg_rate: 0.04,
+        };
+        assert_eq!(ch.exchange_bw_report(&mine).unwrap().size, 1);
+        ch.close(&me, true).unwrap();
+        let (sys, mtu, qpn, rep) = server.join().unwrap();
+        assert_eq!((sys, mtu, qpn, rep), ((8192, 64), 3, 9, mine));
+    }
+
+    #[test]
+    fn nobody_listening_is_a_bounded_wait() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let t0 = Instant::now();
+        let e = Channel::connect("127.0.0.1", port, Duration::from_millis(300))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        assert!(e.contains("no server answered at 127.0.0.1"), "{e}");
+    }
+}

@@ -1,0 +1,248 @@
+//! The latency loops: perftest's `run_iter_lat_write` (a WRITE ping-pong on the last byte of
+//! each side's buffer, the server first), `run_iter_lat_send` (a SEND ping-pong, the client
+//! first) and `run_iter_lat` (READs or atomics, one at a time, the client only). Each post is
+//! stamped; a sample is the gap between two consecutive posts.
+
+use super::bw::{op_of, StallGuard};
+use super::clock::{self, DurationWindow};
+use super::session::Session;
+use super::settings::Length;
+use super::Verb;
+use crate::control::stop_requested;
+use crate::error::Result;
+use crate::hot::{poll_one, PollTimeout, RecvBatch, Remote, SendBatch, SendSpec};
+use crate::stats::Stamp;
+use crate::verbs::WorkCompletion;
+
+/// What a latency run measured.
+#[derive(Debug, Clone, Default)]
+pub struct LatRun {
+    /// The stamp of every post (iteration runs).
+    pub posts: Vec<Stamp>,
+    /// Operations counted in the sampled window (`-D` runs).
+    pub sampled: u64,
+    /// The window's length in ticks (`-D` runs).
+    pub window_ticks: u64,
+}
+
+/// The side's one batch of one WR, signaled.
+fn single(s: &mut Session, size: u64) -> Result<SendBatch> {
+    let verb = s.settings.tool.verb;
+    let spec = SendSpec {
+        op: op_of(verb, s.settings.atomic),
+        postlist: 1,
+        size: size as u32,
+        stride: 0,
+        local_offset: s.geo.local(0) as usize,
+        remote_offset: 0,
+        inline: size <= u64::from(s.inline) && matches!(verb, Verb::Write | Verb::Send),
+    };
+    let remote = (verb != Verb::Send).then(|| Remote {
+        addr: s.rem[0].vaddr,
+        rkey: s.rem[0].rkey,
+        len: 0,
+    });
+    let mut b = SendBatch::new(&mut s.qps[0], &s.mr, spec, remote)?;
+    b.set_signaled(0, true);
+    Ok(b)
+}
+
+/// Tracks a `-D` run's window; None for iteration runs.
+struct Clocked {
+    window: Option<DurationWindow>,
+    first: Stamp,
+    last: Stamp,
+    in_window: bool,
+    sampled: u64,
+}
+
+impl Clocked {
+    fn new(length: Length) -> Clocked {
+        Clocked {
+            window: match length {
+                Length::Duration { secs, margin } => {
+                    Some(DurationWindow::starting_now(secs, margin))
+                }
+                Length::Iters(_) => None,
+            },
+            first: 0,
+            last: 0,
+            in_window: false,
+            sampled: 0,
+        }
+    }
+
+    /// False once a `-D` run is over.
+    #[inline(always)]
+    fn running(&mut self) -> bool {
+        let Some(w) = self.window else { return true };
+        let now = clock::now();
+        if !self.in_window && w.sampling(now) {
+            self.in_window = true;
+            self.first = now;
+        } else if self.in_window && !w.sampling(now) {
+            self.in_window = false;
+            self.last = now;
+        }
+        now < w.end
+    }
+
+    #[inline(always)]
+    fn count(&mut self) {
+        if self.in_window {
+            self.sampled += 1;
+        }
+    }
+
+    fn finish(self, posts: Vec<Stamp>) -> LatRun {
+        let last = if self.last == 0 {
+            clock::now()
+        } else {
+            self.last
+        };
+        LatRun {
+            posts,
+            sampled: self.sampled,
+            window_ticks: if self.first == 0 {
+                0
+            } else {
+                last - self.first
+            },
+        }
+    }
+}
+
+/// perftest's run_iter_lat_write for one size.
+pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
+    let iters = s.settings.iters();
+    let server = !s.settings.is_client;
+    let mut batch = single(s, size)?;
+    let post_byte = (s.geo.local(0) + size - 1) as usize;
+    let poll_byte = (s.geo.exposed(0) + size - 1) as usize;
+    let mr = std::sync::Arc::clone(&s.mr);
+    let timed = s.settings.length;
+    let dur = matches!(timed, Length::Duration { .. });
+    let mut clk = Clocked::new(timed);
+    let mut posts = Vec::with_capacity(iters as usize);
+    let (mut scnt, mut rcnt, mut ccnt) = (0u64, 0u64, 0u64);
+    let qp = &mut s.qps[0];
+    let cq = std::sync::Arc::clone(qp.send_cq());
+    let mut guard = StallGuard::new();
+    while scnt < iters || ccnt < iters || rcnt < iters || dur {
+        if !clk.running() || stop_requested() {
+            break;
+        }
+        if (rcnt < iters || dur) && !(scnt < 1 && server) {
+            rcnt += 1;
+            let want = rcnt as u8;
+            // Only the peer's WRITEs store there; a one-byte atomic load cannot tear.
+            while mr.load_u8(poll_byte) != want {
+                if !clk.running() || stop_requested() {
+                    return Ok(clk.finish(posts));
+                }
+                guard.idle("WRITE from the peer")?;
+            }
+            guard.progress();
+        }
+        if scnt < iters || dur {
+            if !dur {
+                posts.push(clock::now());
+            }
+            scnt += 1;
+            // The previous WRITE from this byte has completed (its CQE was reaped below).
+            mr.store_u8(post_byte, scnt as u8);
+            batch.post(qp)?;
+        }
+        if ccnt < iters || dur {
+            poll_one(&cq, PollTimeout::default())?;
+            ccnt += 1;
+            clk.count();
+        }
+    }
+    Ok(clk.finish(posts))
+}
+
+/// perftest's run_iter_lat (READ or atomic), client side, for one size.
+pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
+    let iters = s.settings.iters();
+    let mut batch = single(s, size)?;
+    let dur = matches!(s.settings.length, Length::Duration { .. });
+    let mut clk = Clocked::new(s.settings.length);
+    let mut posts = Vec::with_capacity(iters as usize);
+    let qp = &mut s.qps[0];
+    let cq = std::sync::Arc::clone(qp.send_cq());
+    let mut scnt = 0u64;
+    while (scnt < iters || dur) && clk.running() && !stop_requested() {
+        if !dur {
+            posts.push(clock::now());
+        }
+        scnt += 1;
+        batch.post(qp)?;
+        poll_one(&cq, PollTimeout::default())?;
+        clk.count();
+    }
+    Ok(clk.finish(posts))
+}
+
+/// Posts the `rx_depth` RECVs of a send-lat size (before the size's handshake, as perftest).
+pub fn send_receives(s: &mut Session, size: u64) -> Result<RecvBatch> {
+    let off = s.geo.exposed(0) as usize;
+    let mut r = RecvBatch::new(&mut s.qps[0], &s.mr, 1, size as u32, off, 0)?;
+    for _ in 0..s.settings.rx_depth {
+        r.post(&mut s.qps[0], 1)?;
+    }
+    Ok(r)
+}
+
+/// perftest's run_iter_lat_send for one size; `recv` holds the RECVs already posted.
+pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Result<LatRun> {
+    let iters = s.settings.iters();
+    let client = s.settings.is_client;
+    let (cq_mod, rx_depth) = (u64::from(s.settings.cq_mod), u64::from(s.settings.rx_depth));
+    let mut batch = single(s, size)?;
+    let dur = matches!(s.settings.length, Length::Duration { .. });
+    let mut clk = Clocked::new(s.settings.length);
+    let mut posts = Vec::with_capacity(iters as usize);
+    let qp = &mut s.qps[0];
+    let send_cq = std::sync::Arc::clone(qp.send_cq());
+    let recv_cq = std::sync::Arc::clone(qp.recv_cq());
+    let mut wc = [WorkCompletion::default()];
+    let mut guard = StallGuard::new();
+    let (mut scnt, mut rcnt) = (0u64, 0u64);
+    while scnt < iters || rcnt < iters || dur {
+        if !clk.running() || stop_requested() {
+            break;
+        }
+        if (rcnt < iters || dur) && !(scnt < 1 && client) {
+            loop {
+                if recv_cq.poll(&mut wc)? == 1 {
+                    wc[0].result()?;
+                    break;
+                }
+                if !clk.running() || stop_requested() {
+                    return Ok(clk.finish(posts));
+                }
+                guard.idle("SEND from the peer")?;
+            }
+            guard.progress();
+            rcnt += 1;
+            clk.count();
+            if dur || rcnt + rx_depth <= iters {
+                recv.post(qp, 1)?;
+            }
+        }
+        if scnt < iters || dur {
+            if !dur {
+                posts.push(clock::now());
+            }
+            scnt += 1;
+            let signaled = scnt % cq_mod == 0 || scnt == iters;
+            batch.set_signaled(0, signaled);
+            batch.post(qp)?;
+            if signaled {
+                poll_one(&send_cq, PollTimeout::default())?;
+            }
+        }
+    }
+    Ok(clk.finish(posts))
+}

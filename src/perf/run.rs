@@ -1,0 +1,319 @@
+//! Each tool's conversation with its peer, in perftest's order (which handshake when, who runs
+//! what, who prints which table), and the tables and JSON at the end.
+
+use super::args::{refuse_unimplemented, PerfArgs};
+use super::bw::{post_receives, post_side, receive_side};
+use super::channel::{BwReport, Wait};
+use super::clock;
+use super::lat::{read_round_trips, send_ping_pong, send_receives, write_ping_pong, LatRun};
+use super::report::{
+    bw_json, bw_row, json_document, lat_duration_json, lat_duration_row, lat_json, lat_row,
+    BW_HEADER, BW_HEADER_GBITS, LAT_DURATION_HEADER, LAT_HEADER, RESULT_LINE,
+};
+use super::session::Session;
+use super::settings::Length;
+use super::stats::{BwRow, LatencyStats};
+use super::{Test, Tool, Verb};
+use crate::control::{install_stop_signals, stop_requested};
+use crate::error::{Error, Result};
+use crate::stats::JsonObject;
+
+/// Runs `tool` with `args` (the subcommand's arguments as typed, for the refusals by name).
+pub fn run(tool: Tool, a: PerfArgs, raw_args: &[String]) -> Result<()> {
+    refuse_unimplemented(tool, raw_args)?;
+    install_stop_signals()?;
+    // Calibrate before anything is timed (perftest's get_cpu_mhz).
+    clock::ticks_per_us();
+    let mut s = Session::open(tool, &a)?;
+    let mut rows = Vec::new();
+    match (tool.verb, tool.test) {
+        (Verb::Send, Test::Bw) => send_bw(&mut s, &mut rows)?,
+        (_, Test::Bw) => one_sided_bw(&mut s, &mut rows)?,
+        (Verb::Write, Test::Lat) => write_lat(&mut s, &mut rows)?,
+        (Verb::Send, Test::Lat) => send_lat(&mut s, &mut rows)?,
+        (_, Test::Lat) => read_lat(&mut s, &mut rows)?,
+    }
+    if let Some(path) = &s.settings.json_file {
+        if !rows.is_empty() {
+            let doc = json_document(&s.info().json(), &rows);
+            std::fs::write(path, doc + "\n")
+                .map_err(|e| Error::config(format!("cannot write {path}: {e}")))?;
+        }
+    }
+    if stop_requested() {
+        return Err(Error::Stopped(
+            "stopped by a signal; the table holds what was measured".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn bw_header(s: &Session) {
+    println!("{RESULT_LINE}");
+    println!(
+        "{}",
+        if s.settings.gbits {
+            BW_HEADER_GBITS
+        } else {
+            BW_HEADER
+        }
+    );
+}
+
+fn report_of(r: &BwRow) -> BwReport {
+    BwReport {
+        size: r.size,
+        iters: r.iters,
+        bw_peak: r.peak,
+        bw_avg: r.avg,
+        msg_rate: r.msg_rate,
+    }
+}
+
+/// write-bw, read-bw, atomic-bw: the client posts, the server waits for its report.
+fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+    s.exchange_keys()?;
+    s.connect()?;
+    s.print_addresses(false);
+    s.exchange_keys()?;
+    s.print_addresses(true);
+    s.sync(Wait::Setup)?;
+    bw_header(s);
+    let gbits = s.settings.gbits;
+    if !s.settings.is_client {
+        // Passive: the client's WRs land in our memory; its report is what we print.
+        s.sync(Wait::Test)?;
+        let theirs = s.channel.exchange_bw_report(&BwReport::default())?;
+        let r = BwRow {
+            size: theirs.size,
+            iters: theirs.iters,
+            peak: theirs.bw_peak,
+            avg: theirs.bw_avg,
+            msg_rate: theirs.msg_rate,
+        };
+        println!("{}", bw_row(&r, gbits));
+        rows.push(bw_json(&r));
+        let mine = s.my[0];
+        s.channel.close(&mine, s.with_gid)?;
+        println!("{RESULT_LINE}");
+        return Ok(());
+    }
+    let mut last = BwRow::default();
+    for size in s.settings.sizes.clone() {
+        let r = post_side(s, size)?;
+        println!("{}", bw_row(&r, gbits));
+        rows.push(bw_json(&r));
+        last = r;
+        if stop_requested() {
+            break;
+        }
+    }
+    println!("{RESULT_LINE}");
+    s.sync(Wait::Setup)?;
+    s.channel.exchange_bw_report(&report_of(&last))?;
+    let mine = s.my[0];
+    s.channel.close(&mine, s.with_gid)
+}
+
+/// send-bw: both sides run (the server counts its RECVs) and both print their own row.
+fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+    s.exchange_keys()?;
+    s.connect()?;
+    s.print_addresses(false);
+    s.sync(Wait::Setup)?;
+    s.exchange_keys()?;
+    s.print_addresses(true);
+    bw_header(s);
+    let gbits = s.settings.gbits;
+    let sweep = s.settings.sizes.len() > 1;
+    for size in s.settings.sizes.clone() {
+        let r = if s.settings.is_client {
+            s.sync(Wait::Test)?;
+            post_side(s, size)?
+        } else {
+            let (mut recvs, mut posted) = post_receives(s, size)?;
+            s.sync(Wait::Test)?;
+            receive_side(s, size, &mut recvs, &mut posted)?
+        };
+        println!("{}", bw_row(&r, gbits));
+        rows.push(bw_json(&r));
+        if sweep {
+            s.sync(Wait::Test)?;
+        }
+        if stop_requested() {
+            break;
+        }
+    }
+    println!("{RESULT_LINE}");
+    let mine = s.my[0];
+    s.channel.close(&mine, s.with_gid)
+}
+
+fn lat_header(s: &Session) {
+    println!("{RESULT_LINE}");
+    println!(
+        "{}",
+        match s.settings.length {
+            Length::Iters(_) => LAT_HEADER,
+            Length::Duration { .. } => LAT_DURATION_HEADER,
+        }
+    );
+}
+
+/// The setup every latency tool shares but send-lat: an extra handshake first.
+fn lat_setup(s: &mut Session) -> Result<()> {
+    s.sync(Wait::Setup)?;
+    s.exchange_keys()?;
+    s.connect()?;
+    s.print_addresses(false);
+    s.exchange_keys()?;
+    s.print_addresses(true);
+    s.sync(Wait::Setup)
+}
+
+/// write-lat: both sides ping-pong and print; no closing exchange (perftest has none).
+fn write_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+    lat_setup(s)?;
+    lat_header(s);
+    for size in s.settings.sizes.clone() {
+        let run = write_ping_pong(s, size)?;
+        lat_report(s, size, run, rows);
+        if stop_requested() {
+            break;
+        }
+    }
+    println!("{RESULT_LINE}");
+    Ok(())
+}
+
+/// read-lat, atomic-lat: the client measures; the server only waits for it to finish.
+fn read_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+    lat_setup(s)?;
+    let mine = s.my[0];
+    if !s.settings.is_client {
+        let with_gid = s.with_gid;
+        // The closing handshake waits for the client's, after its whole run.
+        s.channel.hand_shake(&mine, with_gid, Wait::Test)?;
+        s.channel.close_after_handshake()?;
+        println!("{RESULT_LINE}");
+        return Ok(());
+    }
+    lat_header(s);
+    for size in s.settings.sizes.clone() {
+        let run = read_round_trips(s, size)?;
+        lat_report(s, size, run, rows);
+        if stop_requested() {
+            break;
+        }
+    }
+    s.channel.close(&mine, s.with_gid)?;
+    println!("{RESULT_LINE}");
+    Ok(())
+}
+
+/// send-lat: both sides post their RECVs, meet, ping-pong (the client first) and print.
+fn send_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+    s.exchange_keys()?;
+    s.connect()?;
+    s.print_addresses(false);
+    s.sync(Wait::Setup)?;
+    s.exchange_keys()?;
+    s.print_addresses(true);
+    lat_header(s);
+    for size in s.settings.sizes.clone() {
+        let mut recv = send_receives(s, size)?;
+        s.sync(Wait::Test)?;
+        let run = send_ping_pong(s, size, &mut recv)?;
+        lat_report(s, size, run, rows);
+        if stop_requested() {
+            break;
+        }
+    }
+    println!("{RESULT_LINE}");
+    let mine = s.my[0];
+    s.channel.close(&mine, s.with_gid)
+}
+
+/// C's `%g` (six significant digits, no trailing zeros).
+fn c_g(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let exp = v.abs().log10().floor() as i32;
+    if !(-5..6).contains(&exp) {
+        let s = format!("{v:.5e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        let e: i32 = e.parse().unwrap_or(0);
+        return format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    }
+    let decimals = (5 - exp).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Prints a latency row (and -U / -H samples) and keeps its JSON.
+fn lat_report(s: &Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject>) {
+    let st = &s.settings;
+    let halve = matches!(st.tool.verb, Verb::Write | Verb::Send);
+    let rtt = if halve { 2.0 } else { 1.0 };
+    let tpu = clock::ticks_per_us();
+    if let Length::Duration { .. } = st.length {
+        let n = run.sampled.max(1);
+        let us = run.window_ticks as f64 / tpu;
+        let avg = us / rtt / n as f64;
+        let tps = run.sampled as f64 / (us / 1e6);
+        println!("{}", lat_duration_row(size, run.sampled, avg, tps));
+        rows.push(lat_duration_json(size, run.sampled, avg, tps));
+        return;
+    }
+    let per_unit = if st.cycles { rtt } else { tpu * rtt };
+    let unit = if st.cycles { "cycles" } else { "usec" };
+    let mut deltas: Vec<u64> = run
+        .posts
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .collect();
+    let iters = run.posts.len() as u64;
+    if st.unsorted {
+        println!("#, {unit}");
+        for (i, d) in deltas.iter().enumerate() {
+            println!("{}, {}", i + 1, c_g(*d as f64 / per_unit));
+        }
+    }
+    let Some(stats) = LatencyStats::from_deltas(&mut deltas, per_unit) else {
+        println!(" {size:<7} {iters}          (too few round trips for a latency table)");
+        return;
+    };
+    if st.histogram {
+        println!("#, {unit}");
+        let kept = deltas.len().saturating_sub(super::stats::MEASURE_TAIL);
+        for (i, d) in deltas[..kept].iter().enumerate() {
+            println!("{}, {}", i + 1, c_g(*d as f64 / per_unit));
+        }
+    }
+    if st.unsorted || st.histogram {
+        lat_header(s);
+    }
+    println!("{}", lat_row(size, iters, &stats));
+    rows.push(lat_json(size, iters, &stats));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::c_g;
+
+    #[test]
+    fn percent_g_as_c_prints_it() {
+        assert_eq!(c_g(13.05), "13.05");
+        assert_eq!(c_g(2.5), "2.5");
+        assert_eq!(c_g(100.0), "100");
+        assert_eq!(c_g(1234567.0), "1.23457e+06");
+        assert_eq!(c_g(0.000012345), "1.2345e-05");
+        assert_eq!(c_g(12.3456789), "12.3457");
+    }
+}

@@ -1,0 +1,405 @@
+//! One side of a perftest-style test: the device, the TCP channel, the QPs and the one MR, laid
+//! out as perftest lays them out so that either side may be perftest itself.
+//!
+//! Layout (perftest's): one MR of `2 · nq · INC(BUFF)` bytes, where BUFF = max(size, page) for
+//! the largest size of the run and INC rounds up to a cache line. QP `i` sends from offset
+//! `i · BUFF` and exposes `(nq + i) · BUFF` to its peer (WRITE target, READ source, atomic
+//! counter, RECV buffer).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::args::PerfArgs;
+use super::channel::{Channel, Wait};
+use super::keys::Dest;
+use super::report::{address_lines, TestInfo, WAITING_BANNER};
+use super::settings::Settings;
+use super::{Test, Tool, Verb};
+use crate::error::{Error, Result};
+use crate::mem::{HugeBuffer, HugePolicy, Placement};
+use crate::verbs::{
+    Access, CompletionQueue, ConnectParams, LinkLayer, MemoryRegion, Port, ProtectionDomain,
+    QpCaps, QpInfo, QpType, QueuePair,
+};
+
+/// Mellanox's PCI vendor id: the devices perftest knows inline defaults for.
+const MELLANOX_VENDOR: u32 = 0x02c9;
+
+/// perftest's buffer geometry, from the page and cache-line sizes both sides agreed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// The cycle buffer (page size, the larger of both sides').
+    pub cycle: u64,
+    /// The cache line (the larger of both sides').
+    pub line: u64,
+    /// BUFF_SIZE of the largest size: max(size, cycle).
+    pub buff: u64,
+    /// QPs.
+    pub nq: u64,
+}
+
+impl Geometry {
+    /// For `alloc_size` bytes per message and `nq` QPs.
+    pub fn new(cycle: u64, line: u64, alloc_size: u64, nq: u64) -> Geometry {
+        Geometry {
+            cycle,
+            line,
+            buff: alloc_size.max(cycle),
+            nq,
+        }
+    }
+
+    /// perftest's INC: `size` rounded up to a cache line, at least one line.
+    pub fn inc(&self, size: u64) -> u64 {
+        size.max(1).div_ceil(self.line) * self.line
+    }
+
+    /// Distinct addresses a BW stream cycles through: `cycle / INC(size)` when a message fits
+    /// twice in the cycle buffer, else one.
+    pub fn slots(&self, size: u64) -> u64 {
+        if size <= self.cycle / 2 {
+            self.cycle / self.inc(size)
+        } else {
+            1
+        }
+    }
+
+    /// Offset QP `i` sends from.
+    pub fn local(&self, i: u64) -> u64 {
+        i * self.buff
+    }
+
+    /// Offset QP `i` exposes to its peer.
+    pub fn exposed(&self, i: u64) -> u64 {
+        (self.nq + i) * self.buff
+    }
+
+    /// Bytes of the MR.
+    pub fn mr_len(&self) -> u64 {
+        self.inc(self.buff) * 2 * self.nq
+    }
+}
+
+/// The system's page size and L1 cache line (perftest's cycle buffer and cache line defaults).
+fn local_page_and_line() -> (u32, u32) {
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    // SAFETY: as above.
+    let line = unsafe { libc::sysconf(libc::_SC_LEVEL1_DCACHE_LINESIZE) };
+    let page = if page > 0 { page as u32 } else { 4096 };
+    let line = if line > 0 { line as u32 } else { 64 };
+    (page, line)
+}
+
+/// An `ibv_mtu` value (1..=5) in bytes.
+pub fn mtu_bytes(mtu: u32) -> u32 {
+    128 << mtu
+}
+
+/// One side, connected to its peer's channel, with its QPs made (not yet connected).
+pub struct Session {
+    /// The settings.
+    pub settings: Settings,
+    /// The TCP channel to the peer.
+    pub channel: Channel,
+    /// The port.
+    pub port: Port,
+    /// The QPs, one per `-q`.
+    pub qps: Vec<QueuePair>,
+    /// The one MR.
+    pub mr: Arc<MemoryRegion>,
+    /// Buffer layout.
+    pub geo: Geometry,
+    /// Our QPs as the peer sees them.
+    pub my: Vec<Dest>,
+    /// The peer's QPs.
+    pub rem: Vec<Dest>,
+    /// Key messages carry GIDs (RoCE, or `-x`).
+    pub with_gid: bool,
+    /// Inline limit in effect.
+    pub inline: u32,
+    /// Outstanding reads we accept.
+    pub out_reads: u32,
+    /// Agreed path MTU (`ibv_mtu` value).
+    pub mtu: u32,
+    /// Initial PSN of our QPs.
+    psn: u32,
+    /// ACK timeout exponent (-u).
+    qp_timeout: u8,
+}
+
+impl Session {
+    /// Opens the device, reaches the peer, agrees on versions, page size and MTU, and makes the
+    /// QPs and the MR; prints perftest's banner and information block on the way.
+    pub fn open(tool: Tool, a: &PerfArgs) -> Result<Session> {
+        let settings = Settings::resolve(tool, a)?;
+        let port_index = usize::from(a.ib_port.max(1) - 1);
+        let port = Port::open_by(a.ib_dev.as_deref(), port_index, a.gid_index)?;
+        let ctx = port.context();
+        let roce = port.attr().link_layer == LinkLayer::Ethernet;
+        let with_gid = roce || a.gid_index.is_some();
+        let (vendor, _) = ctx.vendor_ids()?;
+        let dev_reads = ctx.max_qp_rd_atom()?.clamp(1, 255);
+        let mut notices = settings.notices.clone();
+        let out_reads = match tool.verb {
+            Verb::Read | Verb::Atomic => match settings.out_reads_request {
+                Some(o) if o > dev_reads => {
+                    notices.push(format!(
+                        " Number of outstanding reads is above max = {dev_reads}\n Changing to that max value"
+                    ));
+                    dev_reads
+                }
+                Some(o) => o,
+                None => dev_reads,
+            },
+            Verb::Write | Verb::Send => 1,
+        };
+        let inline = match (tool.verb, settings.inline_request) {
+            (Verb::Read | Verb::Atomic, _) => 0,
+            (_, Some(i)) => i,
+            // perftest's defaults: latency WRITEs 220, latency SENDs 236 on the devices it
+            // knows (Mellanox here), 0 for BW tests and unknown devices such as Soft-RoCE.
+            (Verb::Write, None) if tool.test == Test::Lat && vendor == MELLANOX_VENDOR => 220,
+            (Verb::Send, None) if tool.test == Test::Lat && vendor == MELLANOX_VENDOR => 236,
+            _ => 0,
+        };
+        let active = port.attr().active_mtu;
+        let local_mtu = match settings.mtu {
+            Some(m) if m > active => {
+                notices.push(format!(
+                    "Requested mtu is higher than active mtu \nChanging to active mtu - {active}"
+                ));
+                active
+            }
+            Some(m) => m,
+            None => active,
+        };
+
+        let mut channel = match &a.server {
+            Some(host) => Channel::connect(host, a.port, Duration::from_secs(a.connect_timeout))?,
+            None => {
+                println!("{WAITING_BANNER}");
+                Channel::accept(a.port)?
+            }
+        };
+        channel.exchange_versions()?;
+        let (page, line) = local_page_and_line();
+        let (cycle, line) = channel.exchange_sys_data(page, line)?;
+        let mtu = channel.exchange_mtu(local_mtu)?;
+
+        let nq = settings.qps;
+        let geo = Geometry::new(
+            u64::from(cycle),
+            u64::from(line),
+            settings.alloc_size,
+            u64::from(nq),
+        );
+        let pd = ProtectionDomain::new(ctx)?;
+        let send_cq = CompletionQueue::new(ctx, settings.tx_depth * nq)?;
+        let recv_cq = CompletionQueue::new(ctx, settings.rx_depth * nq)?;
+        let caps = QpCaps {
+            max_send_wr: settings.tx_depth,
+            max_recv_wr: settings.rx_depth,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: inline,
+        };
+        let mut qps = Vec::with_capacity(nq as usize);
+        for _ in 0..nq {
+            let qp =
+                QueuePair::new(&pd, &port, &send_cq, &recv_cq, QpType::Rc, caps).map_err(|e| {
+                    match e.errno() {
+                        Some(libc::EINVAL | libc::ENOMEM) => Error::config(format!(
+                        "the device refused a QP of depth {} with {inline} bytes inline ({e}): \
+                         try a smaller -t or -I",
+                        settings.tx_depth
+                    )),
+                        _ => e,
+                    }
+                })?;
+            if qp.caps().max_inline_data < inline {
+                return Err(Error::config(format!(
+                    "inline size {inline} is above what {} grants ({})",
+                    ctx.name(),
+                    qp.caps().max_inline_data
+                )));
+            }
+            qps.push(qp);
+        }
+        let access = Access::LOCAL_WRITE
+            | match tool.verb {
+                Verb::Write => Access::REMOTE_WRITE,
+                Verb::Read => Access::REMOTE_READ,
+                Verb::Atomic => Access::REMOTE_ATOMIC,
+                Verb::Send => Access::LOCAL_WRITE,
+            };
+        let place = Placement {
+            huge: if a.use_hugepages {
+                HugePolicy::Require
+            } else {
+                HugePolicy::Off
+            },
+            numa_node: None,
+        };
+        let mr =
+            MemoryRegion::register(&pd, HugeBuffer::new(geo.mr_len() as usize, place)?, access)?;
+        mr.fill(0);
+        // perftest draws its PSN at random; any 24-bit value works, as each side tells the other.
+        let psn = (crate::kv::splitmix64(
+            u64::from(std::process::id()) ^ crate::stats::CycleClock::new().stamp(),
+        ) & 0xff_ffff) as u32;
+        let my = qps
+            .iter()
+            .enumerate()
+            .map(|(i, qp)| Dest {
+                lid: port.attr().lid,
+                out_reads,
+                qpn: qp.qp_num(),
+                psn,
+                rkey: mr.rkey(),
+                vaddr: mr.addr() as u64 + geo.exposed(i as u64),
+                gid: if with_gid { port.gid().0 } else { [0; 16] },
+                srqn: 0,
+            })
+            .collect();
+        let s = Session {
+            settings,
+            channel,
+            port,
+            qps,
+            mr,
+            geo,
+            my,
+            rem: Vec::new(),
+            with_gid,
+            inline,
+            out_reads,
+            mtu,
+            psn,
+            qp_timeout: a.qp_timeout,
+        };
+        for n in &notices {
+            println!("{}", super::report::RESULT_LINE);
+            println!("{n}");
+        }
+        println!("{}", s.info().block());
+        Ok(s)
+    }
+
+    /// What the information block and the JSON's test_info show.
+    pub fn info(&self) -> TestInfo<'_> {
+        TestInfo {
+            settings: &self.settings,
+            device: self.port.context().name(),
+            mtu_bytes: mtu_bytes(self.mtu),
+            link: if self.port.is_roce() {
+                "Ethernet"
+            } else {
+                "IB"
+            },
+            gid_index: self.with_gid.then(|| self.port.gid_index()),
+            inline: self.inline,
+            out_reads: self.out_reads,
+        }
+    }
+
+    /// One key exchange per QP (perftest's `ctx_hand_shake` loop); keeps the peer's keys.
+    pub fn exchange_keys(&mut self) -> Result<()> {
+        let mut rem = Vec::with_capacity(self.my.len());
+        for d in &self.my {
+            rem.push(self.channel.hand_shake(d, self.with_gid, Wait::Setup)?);
+        }
+        self.rem = rem;
+        Ok(())
+    }
+
+    /// A bare handshake: both sides reached this point. `Wait::Test` when the peer may be
+    /// running its test meanwhile.
+    pub fn sync(&mut self, wait: Wait) -> Result<()> {
+        let mine = self.my[0];
+        self.channel
+            .hand_shake(&mine, self.with_gid, wait)
+            .map(|_| ())
+    }
+
+    /// Connects every QP to the peer's (perftest's `ctx_connect`): both sides' GIDs must be of
+    /// the same family, and each side's read depth is what the other advertised.
+    pub fn connect(&mut self) -> Result<()> {
+        if self.with_gid && is_v4_mapped(&self.my[0].gid) != is_v4_mapped(&self.rem[0].gid) {
+            return Err(Error::config(
+                "Found Incompatibility issue with GID types: one side uses an IPv4 GID, the \
+                 other an IPv6 one (pick matching GIDs with -x)",
+            ));
+        }
+        let dev_reads = self.port.context().max_qp_rd_atom()?.clamp(1, 255);
+        for (i, qp) in self.qps.iter_mut().enumerate() {
+            let r = &self.rem[i];
+            let remote = QpInfo {
+                qpn: r.qpn,
+                psn: r.psn,
+                lid: r.lid,
+                gid: r.gid,
+                buf_addr: r.vaddr,
+                buf_size: 0,
+                rkey: r.rkey,
+            };
+            let p = ConnectParams {
+                path_mtu: Some(self.mtu),
+                max_rd_atomic: r.out_reads.clamp(1, dev_reads) as u8,
+                max_dest_rd_atomic: self.out_reads as u8,
+                sq_psn: self.psn,
+                timeout: self.qp_timeout,
+            };
+            qp.connect_with(&remote, &p)?;
+        }
+        Ok(())
+    }
+
+    /// The local (`remote` false) or remote address lines.
+    pub fn print_addresses(&self, remote: bool) {
+        let (side, dests) = if remote {
+            ("remote", &self.rem)
+        } else {
+            ("local", &self.my)
+        };
+        for d in dests {
+            println!(
+                "{}",
+                address_lines(side, d, self.settings.tool.verb, self.with_gid)
+            );
+        }
+    }
+}
+
+fn is_v4_mapped(gid: &[u8; 16]) -> bool {
+    gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_matches_perftests_worked_values() {
+        // Worked values for a 4 KiB page and 64-byte lines, one QP.
+        let g = Geometry::new(4096, 64, 2, 1);
+        assert_eq!(
+            (g.buff, g.inc(2), g.mr_len(), g.exposed(0), g.slots(2)),
+            (4096, 64, 8192, 4096, 64)
+        );
+        let g = Geometry::new(4096, 64, 65536, 1);
+        assert_eq!(
+            (g.buff, g.mr_len(), g.exposed(0), g.slots(65536)),
+            (65536, 131072, 65536, 1)
+        );
+        assert_eq!(Geometry::new(4096, 64, 100, 1).slots(100), 32);
+        assert_eq!(Geometry::new(4096, 64, 2048, 1).slots(2048), 2);
+        assert_eq!(Geometry::new(4096, 64, 2049, 1).slots(2049), 1);
+        let g = Geometry::new(4096, 64, 65536, 4);
+        assert_eq!(
+            (g.mr_len(), g.exposed(0), g.exposed(3)),
+            (524288, 262144, 458752)
+        );
+        assert_eq!(mtu_bytes(3), 1024);
+    }
+}

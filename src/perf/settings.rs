@@ -1,0 +1,476 @@
+//! A test's settings, resolved from perftest's flags as perftest resolves them (its
+//! `force_dependecies`): per-tool defaults, the combinations it refuses, the adjustments it makes
+//! without a word. Pure: every rule here is checked on the host, before any resource exists.
+
+use super::args::PerfArgs;
+use super::{Test, Tool, Verb};
+use crate::error::{Error, Result};
+
+/// perftest's largest size, the top of a `-a` sweep (MAX_SIZE).
+pub const MAX_SIZE: u64 = 8 << 20;
+/// perftest's iteration bounds (MIN_ITER, MAX_ITER).
+const ITERS_RANGE: (u64, u64) = (5, 100_000_000);
+/// perftest's largest inline request (MAX_INLINE).
+const MAX_INLINE: u64 = 912;
+/// perftest turns off the peak for iteration runs longer than this (its tposted/tcompleted
+/// arrays would be large).
+const PEAK_ITERS_LIMIT: u64 = 20_000;
+
+/// The atomic operation of the atomic tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicType {
+    /// Fetch-and-add of 1 (perftest's default).
+    FetchAndAdd,
+    /// Compare-and-swap of 0 with 0.
+    CmpAndSwap,
+}
+
+impl AtomicType {
+    /// perftest's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicType::FetchAndAdd => "FETCH_AND_ADD",
+            AtomicType::CmpAndSwap => "CMP_AND_SWAP",
+        }
+    }
+}
+
+/// How long a test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Length {
+    /// This many iterations per QP.
+    Iters(u64),
+    /// Seconds, of which `margin` at each end are not measured.
+    Duration {
+        /// Total seconds.
+        secs: u64,
+        /// Unmeasured seconds at each end.
+        margin: u64,
+    },
+}
+
+/// Everything a run needs to know, resolved and checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Which test.
+    pub tool: Tool,
+    /// True on the side that was given a server to connect to.
+    pub is_client: bool,
+    /// The sizes to run, in order (one, or 2 … 8 MiB with `-a`).
+    pub sizes: Vec<u64>,
+    /// The size buffers are laid out for (the largest of `sizes`).
+    pub alloc_size: u64,
+    /// Iterations or duration.
+    pub length: Length,
+    /// Send queue depth.
+    pub tx_depth: u32,
+    /// Receive queue depth (SEND tests).
+    pub rx_depth: u32,
+    /// QPs (BW tests).
+    pub qps: u32,
+    /// WRs per doorbell.
+    pub post_list: u32,
+    /// One signaled WR per this many.
+    pub cq_mod: u32,
+    /// `-I` as given (None: the device's default, resolved when the device is open).
+    pub inline_request: Option<u32>,
+    /// `-o` as given (None: the device maximum).
+    pub out_reads_request: Option<u32>,
+    /// The atomic operation.
+    pub atomic: AtomicType,
+    /// No peak bandwidth.
+    pub no_peak: bool,
+    /// Gb/s instead of MB/s.
+    pub gbits: bool,
+    /// Latency in cycles.
+    pub cycles: bool,
+    /// Print the unsorted samples.
+    pub unsorted: bool,
+    /// Print the sorted samples.
+    pub histogram: bool,
+    /// Requested path MTU (`ibv_mtu` value 1..=5).
+    pub mtu: Option<u32>,
+    /// JSON output file.
+    pub json_file: Option<String>,
+    /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
+    pub notices: Vec<String>,
+}
+
+fn refuse(msg: &str) -> Error {
+    Error::config(msg.to_string())
+}
+
+fn in_range(v: u64, lo: u64, hi: u64, what: &str) -> Result<u32> {
+    if v < lo || v > hi {
+        return Err(Error::config(format!(
+            "{what} should be between {lo} and {hi}"
+        )));
+    }
+    Ok(v as u32)
+}
+
+impl Settings {
+    /// Resolves `a` for `tool`.
+    pub fn resolve(tool: Tool, a: &PerfArgs) -> Result<Settings> {
+        let bw = tool.test == Test::Bw;
+        let verb = tool.verb;
+        match a.connection.as_str() {
+            "RC" => {}
+            "UC" | "UD" => {
+                if a.connection == "UC" && matches!(verb, Verb::Read | Verb::Atomic) {
+                    return Err(refuse("UC connection not possible in READ/ATOMIC verbs"));
+                }
+                if a.connection == "UD" && verb != Verb::Send {
+                    return Err(refuse("UD connection only possible in SEND verb"));
+                }
+                return Err(Error::config(format!(
+                    "-c {} is not implemented in rdma-bench yet (RC only)",
+                    a.connection
+                )));
+            }
+            other => {
+                return Err(Error::config(format!(
+                    "invalid connection type {other:?}: RC, UC or UD"
+                )))
+            }
+        }
+        if a.qps.is_some_and(|q| q != 1) && !bw {
+            return Err(refuse("Multiple QPs only available on bw tests"));
+        }
+        if a.inline_size.is_some() && matches!(verb, Verb::Read | Verb::Atomic) {
+            return Err(refuse("Inline feature not available on READ/Atomic verbs"));
+        }
+        if a.outs.is_some() && !matches!(verb, Verb::Read | Verb::Atomic) {
+            return Err(refuse(
+                "Setting Outstanding reads only available on READ verb",
+            ));
+        }
+        if a.rx_depth.is_some_and(|r| r > 1) && verb != Verb::Send {
+            return Err(refuse("On RDMA verbs rx depth can be only 1"));
+        }
+        if a.atomic_type.is_some() && verb != Verb::Atomic {
+            return Err(refuse(
+                "-A/--atomic_type changes the atomic of the atomic tests only",
+            ));
+        }
+        if a.no_peak && !bw {
+            return Err(refuse("NoPeak only valid for BW tests"));
+        }
+        if (a.report_unsorted || a.report_cycles || a.report_histogram) && bw {
+            return Err(refuse("-U, -C and -H are available only on latency tests"));
+        }
+        let atomic = match a.atomic_type.as_deref() {
+            None | Some("FETCH_AND_ADD") => AtomicType::FetchAndAdd,
+            Some("CMP_AND_SWAP") => AtomicType::CmpAndSwap,
+            Some(_) => {
+                return Err(refuse(
+                    "Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD}",
+                ))
+            }
+        };
+        if let Some(s) = a.size {
+            in_range(s, 1, u64::from(u32::MAX / 2), "Message Size")?;
+        }
+        if verb == Verb::Atomic && (a.all || a.size.is_some_and(|s| s != 8)) {
+            return Err(refuse("Message size cannot be changed for Atomic tests"));
+        }
+        if a.all && a.size.is_some() {
+            return Err(refuse(
+                "-a runs every size from 2 B to 8 MiB: drop -s (perftest ignores it silently)",
+            ));
+        }
+        if a.duration.is_some() && a.iters.is_some() {
+            return Err(refuse(
+                "-D runs for a time, -n for a count: give one (perftest ignores -n silently)",
+            ));
+        }
+        if a.duration.is_some() && a.all {
+            return Err(refuse(
+                "Duration mode currently doesn't support running on all sizes",
+            ));
+        }
+        if a.margin.is_some() && a.duration.is_none() {
+            return Err(refuse("-f/--margin applies to -D runs only"));
+        }
+        let default_size = match (verb, bw) {
+            (Verb::Atomic, _) => 8,
+            (_, true) => 65536,
+            (_, false) => 2,
+        };
+        let sizes: Vec<u64> = if a.all {
+            (1..24).map(|i| 1u64 << i).collect()
+        } else {
+            vec![a.size.unwrap_or(default_size)]
+        };
+        let alloc_size = if a.all { MAX_SIZE } else { sizes[0] };
+        let length = match a.duration {
+            Some(0) => return Err(refuse("Duration period must be positive")),
+            Some(secs) => {
+                let margin = a.margin.unwrap_or(secs / 4);
+                if secs <= 2 * margin {
+                    return Err(refuse("please check that DURATION > 2*MARGIN"));
+                }
+                Length::Duration { secs, margin }
+            }
+            None => {
+                let def = if tool == Tool::WRITE_BW { 5000 } else { 1000 };
+                let n = a.iters.unwrap_or(def);
+                in_range(n, ITERS_RANGE.0, ITERS_RANGE.1, "Iteration num")?;
+                Length::Iters(n)
+            }
+        };
+        let mut tx_depth = in_range(
+            a.tx_depth.unwrap_or(if bw { 128 } else { 1 }),
+            1,
+            15000,
+            "Tx depth",
+        )?;
+        let mut rx_depth = in_range(
+            a.rx_depth
+                .unwrap_or(if verb == Verb::Send { 512 } else { 1 }),
+            1,
+            16384,
+            "Rx depth",
+        )?;
+        let qps = in_range(a.qps.unwrap_or(1), 1, 16384, "Number of QPs")?;
+        let post_list = match a.post_list {
+            None => 1,
+            Some(0) => return Err(refuse("Post list size must be positive")),
+            Some(_) if !bw => return Err(refuse("Post list is supported in BW tests only")),
+            Some(p) => in_range(p, 1, 15000, "Post list size")?,
+        };
+        let mut notices = Vec::new();
+        if let Length::Iters(n) = length {
+            tx_depth = tx_depth.min(n as u32);
+            if verb == Verb::Send {
+                rx_depth = rx_depth.min(n as u32);
+            }
+            if post_list > 1 && n % u64::from(post_list) != 0 {
+                return Err(refuse(
+                    "Number of iterations must be a multiple of post list size",
+                ));
+            }
+        }
+        if post_list > tx_depth {
+            return Err(Error::config(format!(
+                "post list {post_list} is deeper than the send queue (-t {tx_depth}): nothing \
+                 could be posted (perftest would hang)"
+            )));
+        }
+        let mut cq_mod = match a.cq_mod {
+            Some(q) => in_range(q, 1, 1024, "CQ moderation")?,
+            None => 100,
+        };
+        if sizes[0] > 8192 && !a.all {
+            if a.cq_mod.is_none() {
+                cq_mod = 1;
+            } else if cq_mod > 1 {
+                notices.push(
+                    "Warning: Large message requested and CQ moderation enabled\n\
+                     Warning: It can lead to inaccurate results"
+                        .into(),
+                );
+            }
+        }
+        cq_mod = cq_mod.min(tx_depth);
+        if post_list > 1 {
+            if a.cq_mod.is_none() {
+                cq_mod = post_list;
+                notices.push(
+                    "Post List requested - CQ moderation will be the size of the post list".into(),
+                );
+            } else if post_list % cq_mod != 0 {
+                return Err(refuse("Post list size must be a multiple of CQ moderation"));
+            }
+        }
+        // perftest's work-around: an even number of RECVs.
+        if verb == Verb::Send && rx_depth % 2 == 1 && !a.all && matches!(length, Length::Iters(_)) {
+            rx_depth += 1;
+        }
+        let inline_request = match a.inline_size {
+            Some(i) => Some(in_range(i, 0, MAX_INLINE, "Max inline")?),
+            None => None,
+        };
+        let out_reads_request = match a.outs {
+            Some(o) => Some(in_range(o, 1, 255, "Outstanding reads")?),
+            None => None,
+        };
+        let mtu = match a.mtu {
+            None => None,
+            Some(m @ (256 | 512 | 1024 | 2048 | 4096)) => {
+                Some((m as u32 / 256).trailing_zeros() + 1)
+            }
+            Some(m) => {
+                return Err(Error::config(format!(
+                    "Invalid MTU - {m}: choose from 256, 512, 1024, 2048, 4096"
+                )))
+            }
+        };
+        let no_peak = a.no_peak
+            || matches!(length, Length::Duration { .. })
+            || matches!(length, Length::Iters(n) if bw && n > PEAK_ITERS_LIMIT)
+            || (verb == Verb::Send && bw && a.server.is_none());
+        Ok(Settings {
+            tool,
+            is_client: a.server.is_some(),
+            sizes,
+            alloc_size,
+            length,
+            tx_depth,
+            rx_depth,
+            qps,
+            post_list,
+            cq_mod,
+            inline_request,
+            out_reads_request,
+            atomic,
+            no_peak,
+            gbits: a.report_gbits,
+            cycles: a.report_cycles,
+            unsorted: a.report_unsorted,
+            histogram: a.report_histogram,
+            mtu,
+            json_file: a.out_json.then(|| {
+                a.out_json_file
+                    .clone()
+                    .unwrap_or("perftest_out.json".into())
+            }),
+            notices,
+        })
+    }
+
+    /// Iterations per QP of an iteration run (0 for a duration run).
+    pub fn iters(&self) -> u64 {
+        match self.length {
+            Length::Iters(n) => n,
+            Length::Duration { .. } => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(f: impl FnOnce(&mut PerfArgs)) -> PerfArgs {
+        let mut a = PerfArgs {
+            connection: "RC".into(),
+            ib_port: 1,
+            port: 18515,
+            qp_timeout: 14,
+            ..PerfArgs::default()
+        };
+        f(&mut a);
+        a
+    }
+
+    fn err(tool: Tool, f: impl FnOnce(&mut PerfArgs)) -> String {
+        Settings::resolve(tool, &args(f)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_are_perftests_per_tool() {
+        let s = Settings::resolve(Tool::WRITE_BW, &args(|_| {})).unwrap();
+        assert_eq!(s.sizes, vec![65536]);
+        assert_eq!(s.length, Length::Iters(5000));
+        // 64 KiB messages: perftest signals every WR.
+        assert_eq!((s.tx_depth, s.cq_mod, s.post_list, s.qps), (128, 1, 1, 1));
+        let s = Settings::resolve(Tool::WRITE_BW, &args(|a| a.size = Some(32))).unwrap();
+        assert_eq!(s.cq_mod, 100);
+        let s = Settings::resolve(Tool::READ_LAT, &args(|_| {})).unwrap();
+        assert_eq!((s.sizes[0], s.tx_depth, s.cq_mod), (2, 1, 1));
+        let s = Settings::resolve(Tool::SEND_BW, &args(|a| a.iters = Some(101))).unwrap();
+        // rx depth clamped to the iterations, then made even.
+        assert_eq!(s.rx_depth, 102);
+        let s = Settings::resolve(Tool::ATOMIC_BW, &args(|_| {})).unwrap();
+        assert_eq!((s.sizes[0], s.atomic), (8, AtomicType::FetchAndAdd));
+        let s = Settings::resolve(Tool::WRITE_BW, &args(|a| a.all = true)).unwrap();
+        assert_eq!((s.sizes.len(), s.sizes[0], s.alloc_size), (23, 2, MAX_SIZE));
+        let s = Settings::resolve(Tool::WRITE_BW, &args(|a| a.duration = Some(5))).unwrap();
+        assert_eq!(s.length, Length::Duration { secs: 5, margin: 1 });
+        assert!(s.no_peak);
+    }
+
+    #[test]
+    fn post_list_rules() {
+        let s = Settings::resolve(
+            Tool::WRITE_BW,
+            &args(|a| {
+                a.size = Some(32);
+                a.post_list = Some(16);
+                a.iters = Some(1024);
+            }),
+        )
+        .unwrap();
+        assert_eq!(s.cq_mod, 16);
+        assert_eq!(s.notices.len(), 1);
+        assert_eq!(
+            err(Tool::WRITE_BW, |a| {
+                a.post_list = Some(16);
+                a.size = Some(32);
+            }),
+            "Number of iterations must be a multiple of post list size"
+        );
+        assert_eq!(
+            err(Tool::WRITE_BW, |a| {
+                a.post_list = Some(16);
+                a.iters = Some(1024);
+                a.cq_mod = Some(5);
+            }),
+            "Post list size must be a multiple of CQ moderation"
+        );
+        assert_eq!(
+            err(Tool::WRITE_LAT, |a| a.post_list = Some(2)),
+            "Post list is supported in BW tests only"
+        );
+        assert!(err(Tool::WRITE_BW, |a| {
+            a.post_list = Some(32);
+            a.iters = Some(1024);
+            a.tx_depth = Some(16);
+        })
+        .starts_with("post list 32 is deeper than the send queue"));
+    }
+
+    #[test]
+    fn refusals_name_what_perftest_refuses() {
+        assert_eq!(
+            err(Tool::ATOMIC_BW, |a| a.size = Some(16)),
+            "Message size cannot be changed for Atomic tests"
+        );
+        assert_eq!(
+            err(Tool::READ_BW, |a| a.inline_size = Some(16)),
+            "Inline feature not available on READ/Atomic verbs"
+        );
+        assert_eq!(
+            err(Tool::WRITE_BW, |a| a.connection = "UD".into()),
+            "UD connection only possible in SEND verb"
+        );
+        assert_eq!(
+            err(Tool::READ_BW, |a| a.connection = "UC".into()),
+            "UC connection not possible in READ/ATOMIC verbs"
+        );
+        assert_eq!(
+            err(Tool::WRITE_LAT, |a| a.qps = Some(2)),
+            "Multiple QPs only available on bw tests"
+        );
+        assert_eq!(
+            err(Tool::WRITE_BW, |a| a.iters = Some(3)),
+            "Iteration num should be between 5 and 100000000"
+        );
+        assert_eq!(
+            err(Tool::WRITE_BW, |a| a.outs = Some(4)),
+            "Setting Outstanding reads only available on READ verb"
+        );
+        assert_eq!(
+            err(Tool::WRITE_BW, |a| a.mtu = Some(1500)),
+            "Invalid MTU - 1500: choose from 256, 512, 1024, 2048, 4096"
+        );
+        assert_eq!(
+            err(Tool::WRITE_BW, |a| {
+                a.duration = Some(4);
+                a.margin = Some(2);
+            }),
+            "please check that DURATION > 2*MARGIN"
+        );
+    }
+}
