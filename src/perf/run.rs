@@ -240,7 +240,7 @@ fn c_g(v: f64) -> String {
         return format!("{v}");
     }
     let exp = v.abs().log10().floor() as i32;
-    if !(-5..6).contains(&exp) {
+    if !(-4..6).contains(&exp) {
         let s = format!("{v:.5e}");
         let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
         let m = m.trim_end_matches('0').trim_end_matches('.');
