@@ -16,9 +16,13 @@
 # server waiting forever (seen once under load).
 # Not matchable: perftest keeps no registry and stamps every post (tposted) in its bw loops.
 #
-# Latency: write-lat against ib_write_lat, both the same ping-pong (each side spins on the last
-# byte of its receive buffer, then WRITEs back), both reporting t_typical = median of half the
-# time between consecutive posts, -n LAT_N iterations (default 20000), size 8.
+# Latency: rdma-bench write-lat against ib_write_lat, the same ping-pong on the wire (each side
+# spins on the last byte of its receive buffer, then WRITEs back), both reporting t_typical =
+# median of half the time between consecutive posts, -n LAT_N iterations (default 20000), size 8.
+#
+# Tools: rdma-bench's perftest-compatible tools against perftest's own (write-bw at postlist 1
+# and 16, read-bw, send-lat), and the user-space instructions per WRITE of write-bw at postlist
+# 1 and 16 against ib_write_bw's, same flags on both.
 #
 # Instructions per op: callgrind counts user-space instructions exactly. Each tool runs N1 and N2
 # operations; (Ir(N2) - Ir(N1)) / (N2 - N1) removes setup and teardown, leaving the per-op cost of
@@ -41,7 +45,7 @@ REPS=${COMPARE_REPS:-5}
 N1=${COMPARE_N1:-50000}
 N2=${COMPARE_N2:-250000}
 LAT_N=${COMPARE_LAT_N:-20000}
-PARTS=${COMPARE_PARTS:-tput control lat instr}  # any subset, e.g. COMPARE_PARTS=instr
+PARTS=${COMPARE_PARTS:-tput control lat instr tools tools_instr}  # any subset, e.g. COMPARE_PARTS=instr
 out=target/compare
 mkdir -p "$out"
 raw=$out/raw.txt
@@ -141,24 +145,33 @@ if [[ " $PARTS " == *" control "* ]]; then
   pair "control: perftest vs perftest, READ 32B postlist 1 (Mops)" perftest ib_read_bw 1 64 -o 16 $old -- perftest ib_read_bw 1 64 -o 16 $old
 fi
 
-# Latency: write-lat's t_typical vs ib_write_lat's (µs), same ping-pong, same iterations.
-ours_lat() {
-  $B/write-lat "${ours_dev[@]}" "${reg[@]}" --size 8 --iters "$LAT_N" "${inline[@]}" >/dev/null 2>&1 &
-  local s=$!
-  local line
-  line=$($B/write-lat --is-client 1 "${ours_dev[@]}" "${reg[@]}" --size 8 --iters "$LAT_N" "${inline[@]}" --json |
-    grep '"latency":true')
-  wait $s || true
-  python3 -c 'import json,sys; print(json.loads(sys.argv[1])["t_typical_us"])' "$line"
-}
-perftest_lat() {
-  timeout 120 ib_write_lat "${pt[@]}" -s 8 -n "$LAT_N" >/dev/null 2>&1 &
+# perftest's tools against rdma-bench's: the same tool, flags and size, both pairs on this device.
+# tool_run IMPL TOOL COLUMN FLAGS...: the client's last table row, column COLUMN (5: MsgRate for a
+# BW test, t_typical for a latency test).
+tool_run() {
+  local impl=$1 tool=$2 col=$3; shift 3
+  local cmd=(ib_${tool/-/_} -F)
+  [ "$impl" = ours ] && cmd=($B/rdma-bench "$tool")
+  local port=$((20000 + RANDOM % 40000)) x=()
+  [ -n "$gid" ] && x=(-x "$gid")
+  timeout 300 "${cmd[@]}" -d "$dev" "${x[@]}" -p "$port" "$@" >/dev/null 2>&1 &
   local s=$!
   sleep 1
-  timeout 120 ib_write_lat "${pt[@]}" -s 8 -n "$LAT_N" 127.0.0.1 2>/dev/null | awk '/^ *8 +[0-9]+ /{print $5}'
+  timeout 300 "${cmd[@]}" -d "$dev" "${x[@]}" -p "$port" "$@" 127.0.0.1 2>/dev/null |
+    awk -v c="$col" '/^ *[0-9]+ +[0-9]+ /{v=$c} END{print v}'
   wait $s || true
 }
+ours_tool() { tool_run ours "$@"; }
+perftest_tool() { tool_run perftest "$@"; }
+ours_lat() { tool_run ours write-lat 5 -s 8 -n "$LAT_N"; }
+perftest_lat() { tool_run perftest write-lat 5 -s 8 -n "$LAT_N"; }
 [[ " $PARTS " == *" lat "* ]] && pair "WRITE 8B ping-pong, t_typical (us)" ours_lat -- perftest_lat
+if [[ " $PARTS " == *" tools "* ]]; then
+  pair "rdma-bench write-bw -s 32 -l 1 vs ib_write_bw (Mpps)" ours_tool write-bw 5 -s 32 -D "$D" -- perftest_tool write-bw 5 -s 32 -D "$D"
+  pair "rdma-bench write-bw -s 32 -l 16 vs ib_write_bw (Mpps)" ours_tool write-bw 5 -s 32 -l 16 -D "$D" -- perftest_tool write-bw 5 -s 32 -l 16 -D "$D"
+  pair "rdma-bench read-bw -s 32 vs ib_read_bw (Mpps)" ours_tool read-bw 5 -s 32 -D "$D" -- perftest_tool read-bw 5 -s 32 -D "$D"
+  pair "rdma-bench send-lat -s 8 vs ib_send_lat, t_typical (us)" ours_tool send-lat 5 -s 8 -n "$LAT_N" -- perftest_tool send-lat 5 -s 8 -n "$LAT_N"
+fi
 
 # Instructions per op (callgrind), WRITE 32 B, postlist 1 and 16.
 ir() { # outfile -> total Ir
@@ -203,6 +216,33 @@ if [[ " $PARTS " == *" instr "* ]]; then
     instr_pair "WRITE 32B postlist $l, ibv_wr_* (user instr/op)" $l $q --reap lazy --post-api wr --
   done
   instr_pair "WRITE 32B postlist 16, ibv_post_send, ours --reap eager (user instr/op)" 16 16 --reap eager -- --use_old_post_send
+fi
+
+# Instructions per op of the perftest-compatible tools: the posting client under callgrind, the
+# passive server outside it, at N1 and N2 WRITEs (both above 20000, so that neither stamps posts
+# for the peak).
+tool_ir() { # impl postlist iters
+  local cmd=(ib_write_bw -F)
+  [ "$1" = ours ] && cmd=($B/rdma-bench write-bw)
+  local port=$((20000 + RANDOM % 40000)) x=()
+  [ -n "$gid" ] && x=(-x "$gid")
+  timeout 900 "${cmd[@]}" -d "$dev" "${x[@]}" -p "$port" -s 32 -l "$2" -n "$3" >/dev/null 2>&1 &
+  local s=$!
+  sleep 1
+  valgrind --tool=callgrind --callgrind-out-file="$out/cg.tool.$1" "${cmd[@]}" -d "$dev" "${x[@]}" \
+    -p "$port" -s 32 -l "$2" -n "$3" 127.0.0.1 >/dev/null 2>&1
+  wait $s || true
+  ir "$out/cg.tool.$1"
+}
+if [[ " $PARTS " == *" tools_instr "* ]]; then
+  for l in 1 16; do
+    o1=$(tool_ir ours $l "$N1"); o2=$(tool_ir ours $l "$N2")
+    p1=$(tool_ir perftest $l "$N1"); p2=$(tool_ir perftest $l "$N2")
+    name="rdma-bench write-bw -s 32 -l $l vs ib_write_bw (user instr/op)"
+    echo "callgrind $name: ours $o1 -> $o2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
+    RES[$name]="$(per_op "$o1" "$o2" "$N1" "$N2") $(per_op "$p1" "$p2" "$N1" "$N2") $o1,$o2 / $p1,$p2"
+    ORDER+=("$name")
+  done
 fi
 
 # One row per pair: name, our median, perftest's median, and the individual runs.

@@ -4,10 +4,12 @@
 # host has no ACTIVE RDMA port.
 #
 #   bench_scripts/run-local.sh rw-tput-sender --size 32 --postlist 16 --do-read 1 [--duration 5]
+#   bench_scripts/run-local.sh write-bw -s 32 -n 100000       (perftest's tools: rdma-bench <tool>)
 #
 # Both processes get the same flags (the client also --is-client 1); a private memcached on a
 # free loopback port is the registry. The passive side outlives the active one and leaves when
-# the active side says it is done.
+# the active side says it is done. perftest's tools need no registry: the client reaches the
+# server over TCP; --duration becomes -D unless -n or -a is given, --json writes each side's JSON.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -17,13 +19,53 @@ usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
 case $1 in -h | --help) usage; exit 0 ;; esac
 bench=$1; shift
 case $bench in
-  rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability | write-lat) ;;
+  rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability) ;;
   ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd) ;;
+  write-bw | write-lat | read-bw | read-lat | send-bw | send-lat | atomic-bw | atomic-lat) ;;
   *) echo "run-local.sh: unknown benchmark '$bench'" >&2; exit 2 ;;
 esac
 
 source "$here/lib/testbed.sh"
 on_device "${RUN_LOCAL_TIMEOUT:-600}" "" "$0" "$bench" "$@"
+
+# perftest's tools: one rdma-bench subcommand, server then client, no registry.
+case $bench in
+  *-bw | *-lat)
+    bin=${RDMA_BENCH_BIN_DIR:-$root/target/release}/rdma-bench
+    [ -x "$bin" ] || { echo "run-local.sh: $bin not built (cargo build --release)" >&2; exit 1; }
+    flags=(); duration=""; json=0; counted=0
+    while [ $# -gt 0 ]; do
+      case $1 in
+        --duration) duration=$2; shift 2 ;;
+        --duration=*) duration=${1#*=}; shift ;;
+        --json) json=1; shift ;;
+        -n | --iters | -a | --all) counted=1; flags+=("$1"); shift ;;
+        *) flags+=("$1"); shift ;;
+      esac
+    done
+    [ -n "$duration" ] && [ $counted = 0 ] && flags+=(-D "${duration%.*}")
+    [ -n "${RDMA_BENCH_DEVICE:-}" ] && flags+=(-d "$RDMA_BENCH_DEVICE")
+    [ -n "${RDMA_BENCH_GID_INDEX:-}" ] && flags+=(-x "$RDMA_BENCH_GID_INDEX")
+    port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+    for _ in $(seq 20); do port=$((20000 + RANDOM % 40000)); port_free "$port" && break; done
+    tmp=$(mktemp -d)
+    pids=()
+    trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+    trap 'kill -INT "${pids[@]}" 2>/dev/null || true' INT TERM
+    jflags() { [ $json = 1 ] && echo "--out_json --out_json_file $tmp/$1.json"; }
+    # shellcheck disable=SC2046
+    "$bin" "$bench" "${flags[@]}" -p "$port" $(jflags server) > >(sed -u 's/^/[server] /') 2> >(sed -u 's/^/[server] /' >&2) &
+    pids+=($!)
+    # shellcheck disable=SC2046
+    "$bin" "$bench" "${flags[@]}" -p "$port" $(jflags client) "${RDMA_BENCH_IP:-127.0.0.1}" > >(sed -u 's/^/[client] /') 2> >(sed -u 's/^/[client] /' >&2) &
+    pids+=($!)
+    rc=0
+    for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+    for role in server client; do
+      [ -s "$tmp/$role.json" ] && echo "[$role] $(cat "$tmp/$role.json")"
+    done
+    exit $rc ;;
+esac
 
 bin=${RDMA_BENCH_BIN_DIR:-$root/target/release}/$bench
 [ -x "$bin" ] || { echo "run-local.sh: $bin not built (cargo build --release)" >&2; exit 1; }
@@ -79,7 +121,7 @@ done
 
 # Who counts: the passive side runs longer and leaves on the active side's "done".
 case $bench in
-  rw-tput-receiver | ud-sender | ud-receiver | write-lat) server_d=$duration; client_d=$duration ;;
+  rw-tput-receiver | ud-sender | ud-receiver) server_d=$duration; client_d=$duration ;;
   *) server_d=$duration; client_d=$(awk "BEGIN { print $duration + 30 }") ;;
 esac
 case $bench in rw-tput-receiver | ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd) server_d=$(awk "BEGIN { print $duration + 30 }"); client_d=$duration ;; esac

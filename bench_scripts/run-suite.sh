@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark suite: a short run of each of the paper's microbenchmarks, write-lat, and the
+# The benchmark suite: a short run of each of the paper's microbenchmarks, rdma-bench write-lat, and the
 # paper's sequencers, echo servers and HERD on the first ACTIVE RDMA device (Soft-RoCE through
 # softroce.sh when there is none), then a table: benchmark, role, op, size, postlist, Mops. Each run lasts SUITE_DURATION seconds (default 3).
 # Full logs go to target/suite/<n>-<bench>.log. SUITE_ONLY=<bench> runs just that benchmark's lines.
@@ -27,7 +27,7 @@ suite=(
   "ud-receiver --size 32 --postlist 16"
   "rw-allsig --size 8 --window 32 --do-read 1"
   "rw-postlist-latency --size 8 --postlist 1 --samples 100000"
-  "write-lat --size 8"
+  "write-lat -s 8 -n 5000"
   "sender-scalability --size 32 --num-clients 16"
   # The applications, scaled to one host: one server thread (or worker) and one client thread.
   "atomics-sequencer --num-clients 1 --postlist 16 --buf-size 16777216"
@@ -76,8 +76,20 @@ for n in range(1, count + 1):
             if not body.startswith("{"):
                 continue
             o = json.loads(body)
-            if o.get("latency"):
-                # rw-postlist-latency's keys, or write-lat's (perftest's names); one per role.
+            if "test_info" in o:
+                # rdma-bench's perftest-compatible tools: perftest's JSON, one per side.
+                r, info = o["results"], o["test_info"]
+                rl = role.lstrip("[").lower()
+                if "t_typical" in r:
+                    lat[rl] = {"average_us": r["t_avg"], "median_us": r["t_typical"], "p99_us": r["percentile_99"]}
+                    mops = 1 / (2 * r["t_avg"]) if r["t_avg"] else 0.0
+                else:
+                    mops = r["MsgRate"]
+                op = info["test"].split("_")[1].upper() if info["test"].startswith("RDMA") else info["test"].split("_")[0].upper()
+                rows.append({"bench": "rdma-bench " + os.path.basename(log)[:-4].split("-", 1)[1], "role": rl, "op": op,
+                             "size": r["MsgSize"], "postlist": info.get("Post_List", 1), "mops": mops})
+            elif o.get("latency"):
+                # rw-postlist-latency's keys; one per role.
                 lat[o.get("role", role.lstrip("[").lower())] = o
             elif o.get("summary") and not o.get("passive"):
                 rows.append(o)
@@ -85,8 +97,8 @@ for n in range(1, count + 1):
             v = lat.get(o["role"]) or next(iter(lat.values()), None)
             l = ""
             if v:
-                avg = v.get("average_us", v.get("t_avg_us"))
-                med = v.get("median_us", v.get("t_typical_us"))
+                avg = v["average_us"]
+                med = v["median_us"]
                 l = f"{avg:.1f}/{med:.1f}/{v['p99_us']:.1f}"
             print(f"{o['bench']:<21} {o['role']:<7} {o['op']:<9} {o['size']:>5} {o['postlist']:>8} {o['mops']:>9.4f}  {l:<28} {extra}")
         if not rows:

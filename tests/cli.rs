@@ -139,7 +139,6 @@ fn every_benchmark_explains_itself() {
         env!("CARGO_BIN_EXE_rw-allsig"),
         env!("CARGO_BIN_EXE_rw-postlist-latency"),
         env!("CARGO_BIN_EXE_sender-scalability"),
-        env!("CARGO_BIN_EXE_write-lat"),
     ] {
         let out = Command::new(bin).arg("--help").output().unwrap();
         let help = String::from_utf8_lossy(&out.stdout);
@@ -162,7 +161,7 @@ fn every_benchmark_explains_itself() {
 }
 
 #[test]
-fn reaping_policy_and_write_lat_flags_are_checked() {
+fn reaping_policy_is_checked() {
     let (code, err) = refuse(SENDER, &["--reap", "sometimes"]);
     assert_eq!(code, 2);
     assert!(err.contains("'sometimes' is not eager or lazy"), "{err}");
@@ -170,23 +169,55 @@ fn reaping_policy_and_write_lat_flags_are_checked() {
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("--reap <eager|lazy>"), "{help}");
     assert!(help.contains("[default: eager]"), "{help}");
+}
 
-    let lat = env!("CARGO_BIN_EXE_write-lat");
-    assert_eq!(
-        refuse(lat, &["--size", "61"]),
-        (1, "write-lat: size 61 is above the inline limit of 60 bytes for inlined WRITEs (see --max-inline)\n".into())
-    );
-    assert_eq!(
-        refuse(lat, &["--iters", "1"]),
+// The perftest-compatible tools: refused before any device is opened.
+
+#[test]
+fn perf_tools_refuse_what_perftest_refuses_by_exact_message() {
+    let cases: [(&[&str], &str); 9] = [
         (
-            1,
-            "write-lat: iters must be at least 2 (a sample is the time between two posts)\n".into()
-        )
-    );
-    assert_eq!(
-        refuse(lat, &["--size", "0"]),
-        (1, "write-lat: size must be at least 1 byte\n".into())
-    );
+            &["write-bw", "-b"],
+            "rdma-bench write-bw: perftest's -b/--bidirectional (bidirectional tests) is not implemented in rdma-bench write-bw yet",
+        ),
+        (
+            &["send-lat", "--run_infinitely"],
+            "rdma-bench send-lat: perftest's --run_infinitely (endless runs) is not implemented in rdma-bench send-lat yet",
+        ),
+        (
+            &["write-bw", "-s", "32", "-l", "16"],
+            "rdma-bench write-bw: Number of iterations must be a multiple of post list size",
+        ),
+        (
+            &["write-bw", "-c", "UD"],
+            "rdma-bench write-bw: UD connection only possible in SEND verb",
+        ),
+        (
+            &["read-bw", "-c", "UC"],
+            "rdma-bench read-bw: UC connection not possible in READ/ATOMIC verbs",
+        ),
+        (
+            &["atomic-bw", "-s", "16"],
+            "rdma-bench atomic-bw: Message size cannot be changed for Atomic tests",
+        ),
+        (
+            &["read-lat", "-I", "16"],
+            "rdma-bench read-lat: Inline feature not available on READ/Atomic verbs",
+        ),
+        (
+            &["write-lat", "-q", "2"],
+            "rdma-bench write-lat: Multiple QPs only available on bw tests",
+        ),
+        (
+            &["write-bw", "-n", "1024", "-l", "32", "-t", "16"],
+            "rdma-bench write-bw: post list 32 is deeper than the send queue (-t 16): nothing could be posted (perftest would hang)",
+        ),
+    ];
+    for (args, msg) in cases {
+        assert_eq!(refuse(RDMA_BENCH, args), (1, format!("{msg}\n")), "{args:?}");
+    }
+    // Not a perftest flag at all: clap's usage error.
+    assert_eq!(refuse(RDMA_BENCH, &["write-bw", "--bogus"]).0, 2);
 }
 
 // The sequencers and echo servers.

@@ -19,6 +19,5 @@ pub mod rw_tput;
 pub mod sender_scalability;
 pub mod ss;
 pub mod ud_tput;
-pub mod write_lat;
 pub mod ws;
 pub mod ww_echo;

@@ -21,6 +21,8 @@ use crate::stats::JsonObject;
 /// Runs `tool` with `args` (the subcommand's arguments as typed, for the refusals by name).
 pub fn run(tool: Tool, a: PerfArgs, raw_args: &[String]) -> Result<()> {
     refuse_unimplemented(tool, raw_args)?;
+    // Bad combinations are refused before anything is made or timed.
+    super::settings::Settings::resolve(tool, &a)?;
     install_stop_signals()?;
     // Calibrate before anything is timed (perftest's get_cpu_mhz).
     clock::ticks_per_us();

@@ -1,0 +1,422 @@
+//! The perftest-compatible tools on a real device: ours against ours for every tool, and against
+//! Debian's perftest in both directions (perftest's server with our client, ours with its
+//! client), parsing both sides' tables. A pair that deadlocks, hits a remote access error or
+//! disagrees on sizes and iterations fails here.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+const OURS: &str = env!("CARGO_BIN_EXE_rdma-bench");
+const BW_HEADER: &str =
+    " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+const LAT_HEADER: &str = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ";
+const RESULT_LINE: &str =
+    "---------------------------------------------------------------------------------------";
+
+/// A TCP port per pair, so that the tests of this binary may run side by side.
+fn next_port() -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(18600);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+fn env(k: &str) -> String {
+    std::env::var(k).unwrap_or_else(|_| {
+        panic!("{k} is not set: device tests run through bench_scripts/test.sh")
+    })
+}
+
+/// Which implementation plays a side.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Who {
+    Ours,
+    Perftest,
+}
+
+/// `tool` is ours ("write-bw"); perftest's is ib_write_bw.
+fn command(who: Who, tool: &str, args: &[&str], port: u16, server: Option<&str>) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("120");
+    match who {
+        Who::Ours => {
+            c.arg(OURS).arg(tool);
+        }
+        Who::Perftest => {
+            c.arg(format!("ib_{}", tool.replace('-', "_"))).arg("-F");
+        }
+    }
+    c.args([
+        "-d",
+        &env("RDMA_BENCH_DEVICE"),
+        "-x",
+        &env("RDMA_BENCH_GID_INDEX"),
+    ])
+    .args(["-p", &port.to_string()])
+    .args(args);
+    if let Some(s) = server {
+        c.arg(s);
+    }
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+struct Ran {
+    code: i32,
+    out: String,
+    err: String,
+}
+
+fn wait(c: Child) -> Ran {
+    let o = c.wait_with_output().unwrap();
+    Ran {
+        code: o.status.code().unwrap_or(-1),
+        out: String::from_utf8_lossy(&o.stdout).into_owned(),
+        err: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Runs a server and its client; both must succeed.
+fn pair(tool: &str, server: Who, client: Who, args: &[&str]) -> (String, String) {
+    let port = next_port();
+    let s = command(server, tool, args, port, None).spawn().unwrap();
+    // perftest's client tries once: give its server time to listen.
+    std::thread::sleep(Duration::from_millis(if client == Who::Perftest {
+        700
+    } else {
+        0
+    }));
+    let ip = env("RDMA_BENCH_IP");
+    let c = command(client, tool, args, port, Some(&ip))
+        .spawn()
+        .unwrap();
+    let (c, s) = (wait(c), wait(s));
+    let what = format!("{tool} {args:?}, server {server:?}, client {client:?}");
+    assert!(
+        s.code == 0 && c.code == 0,
+        "{what}: server exit {}, client exit {}\n--- server\n{}{}\n--- client\n{}{}",
+        s.code,
+        c.code,
+        s.out,
+        s.err,
+        c.out,
+        c.err
+    );
+    (s.out, c.out)
+}
+
+/// The rows of the table under `header`, as numbers.
+fn table(out: &str, header: &str) -> Vec<Vec<f64>> {
+    out.lines()
+        .skip_while(|l| *l != header)
+        .skip(1)
+        .take_while(|l| *l != RESULT_LINE)
+        .map(|l| {
+            l.split_whitespace()
+                .map(|w| {
+                    w.parse()
+                        .unwrap_or_else(|_| panic!("not a number in {l:?}:\n{out}"))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Checks a BW pair: the client's rows have the sizes and iterations asked for and positive
+/// rates; the server's rows (its own for send-bw, the client's report otherwise) agree.
+fn check_bw(tool: &str, s: &str, c: &str, sizes: &[u64], iters: u64) {
+    let (srows, crows) = (table(s, BW_HEADER), table(c, BW_HEADER));
+    assert_eq!(crows.len(), sizes.len(), "{tool} client rows:\n{c}");
+    for (r, &size) in crows.iter().zip(sizes) {
+        assert_eq!((r[0] as u64, r[1] as u64), (size, iters), "{tool}:\n{c}");
+        assert!(r[3] > 0.0 && r[4] > 0.0, "{tool}: no rate\n{c}");
+    }
+    if tool == "send-bw" {
+        assert_eq!(srows.len(), sizes.len(), "{tool} server rows:\n{s}");
+        for (sr, cr) in srows.iter().zip(&crows) {
+            assert_eq!((sr[0], sr[1]), (cr[0], cr[1]), "{tool}:\n{s}\n{c}");
+            assert!(sr[3] > 0.0, "{tool}: server saw no rate\n{s}");
+        }
+    } else {
+        // The server prints the client's last row, as perftest's does.
+        assert_eq!(srows.len(), 1, "{tool} server rows:\n{s}");
+        let last = crows.last().unwrap();
+        assert_eq!(
+            (srows[0][0], srows[0][1]),
+            (last[0], last[1]),
+            "{tool}:\n{s}\n{c}"
+        );
+        assert!((srows[0][3] - last[3]).abs() <= 0.01, "{tool}:\n{s}\n{c}");
+    }
+}
+
+/// Checks a latency pair: rows with the sizes and iterations asked for, ordered statistics.
+fn check_lat(tool: &str, s: &str, c: &str, sizes: &[u64], iters: u64) {
+    let both = !matches!(tool, "read-lat" | "atomic-lat");
+    for (side, out) in [("client", c), ("server", s)] {
+        let rows = table(out, LAT_HEADER);
+        if side == "server" && !both {
+            assert!(
+                rows.is_empty(),
+                "{tool}: the passive server printed a table:\n{out}"
+            );
+            continue;
+        }
+        assert_eq!(rows.len(), sizes.len(), "{tool} {side} rows:\n{out}");
+        for (r, &size) in rows.iter().zip(sizes) {
+            assert_eq!(
+                (r[0] as u64, r[1] as u64),
+                (size, iters),
+                "{tool} {side}:\n{out}"
+            );
+            let (min, max, typ, avg) = (r[2], r[3], r[4], r[5]);
+            assert!(
+                min > 0.0 && min <= typ && typ <= max && min <= avg,
+                "{tool} {side}: {r:?}"
+            );
+        }
+    }
+}
+
+fn run_bw(tool: &str, server: Who, client: Who, extra: &[&str]) {
+    let iters = 1024u64;
+    let n = iters.to_string();
+    let mut args = vec!["-n", &n];
+    let size = if tool == "atomic-bw" { 8 } else { 32 };
+    let s = size.to_string();
+    if tool != "atomic-bw" {
+        args.extend(["-s", &s]);
+    }
+    args.extend(extra);
+    // perftest counts every QP's iterations.
+    let qps: u64 = extra
+        .iter()
+        .position(|a| *a == "-q")
+        .map_or(1, |i| extra[i + 1].parse().unwrap());
+    let (so, co) = pair(tool, server, client, &args);
+    check_bw(tool, &so, &co, &[size], iters * qps);
+}
+
+fn run_lat(tool: &str, server: Who, client: Who) {
+    // Atomics are 8 bytes, and perftest refuses -s for them.
+    let mut args = vec!["-n", "200"];
+    if tool != "atomic-lat" {
+        args.extend(["-s", "8"]);
+    }
+    let (so, co) = pair(tool, server, client, &args);
+    check_lat(tool, &so, &co, &[8], 200);
+}
+
+const BW_TOOLS: [&str; 4] = ["write-bw", "read-bw", "send-bw", "atomic-bw"];
+const LAT_TOOLS: [&str; 4] = ["write-lat", "read-lat", "send-lat", "atomic-lat"];
+
+#[test]
+fn every_tool_against_itself() {
+    for t in BW_TOOLS {
+        run_bw(t, Who::Ours, Who::Ours, &[]);
+    }
+    for t in LAT_TOOLS {
+        run_lat(t, Who::Ours, Who::Ours);
+    }
+    // Doorbell batching with the post list as CQ moderation, and several QPs.
+    run_bw("write-bw", Who::Ours, Who::Ours, &["-l", "16"]);
+    run_bw("read-bw", Who::Ours, Who::Ours, &["-q", "3"]);
+}
+
+#[test]
+fn bw_tools_against_perftest_both_ways() {
+    for t in BW_TOOLS {
+        run_bw(t, Who::Perftest, Who::Ours, &[]);
+        run_bw(t, Who::Ours, Who::Perftest, &[]);
+    }
+    run_bw("write-bw", Who::Perftest, Who::Ours, &["-l", "16"]);
+    run_bw(
+        "write-bw",
+        Who::Ours,
+        Who::Perftest,
+        &["-l", "16", "-q", "2"],
+    );
+}
+
+#[test]
+fn lat_tools_against_perftest_both_ways() {
+    for t in ["write-lat", "read-lat", "send-lat"] {
+        run_lat(t, Who::Perftest, Who::Ours);
+        run_lat(t, Who::Ours, Who::Perftest);
+    }
+}
+
+/// `-a` in one connection: perftest's sizes, 2 B to 8 MiB, on both sides.
+#[test]
+fn size_sweeps_run_every_size_in_one_connection() {
+    let sizes: Vec<u64> = (1..24).map(|i| 1 << i).collect();
+    let (s, c) = pair("write-bw", Who::Ours, Who::Ours, &["-a", "-n", "5"]);
+    check_bw("write-bw", &s, &c, &sizes, 5);
+    let (s, c) = pair("send-lat", Who::Perftest, Who::Ours, &["-a", "-n", "5"]);
+    check_lat("send-lat", &s, &c, &sizes, 5);
+    let (s, c) = pair("send-bw", Who::Ours, Who::Perftest, &["-a", "-n", "5"]);
+    check_bw("send-bw", &s, &c, &sizes, 5);
+}
+
+#[test]
+fn duration_runs_count_the_window() {
+    let (s, c) = pair(
+        "write-bw",
+        Who::Ours,
+        Who::Perftest,
+        &["-s", "64", "-D", "3"],
+    );
+    let (sr, cr) = (table(&s, BW_HEADER), table(&c, BW_HEADER));
+    assert_eq!(sr.len(), 1, "{s}");
+    // Duration mode has no peak; the iterations are what completed inside the window.
+    assert_eq!((sr[0][0], sr[0][2]), (64.0, 0.0), "{s}");
+    assert!(sr[0][1] > 0.0 && sr[0][3] > 0.0, "{s}");
+    assert_eq!(sr[0][1], cr[0][1], "{s}\n{c}");
+}
+
+#[test]
+fn json_output_is_valid_and_complete() {
+    let dir = std::env::temp_dir().join(format!("perf-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (sf, cf) = (dir.join("server.json"), dir.join("client.json"));
+    let port = next_port();
+    let sa = [
+        "-s",
+        "16",
+        "-n",
+        "100",
+        "--out_json",
+        "--out_json_file",
+        sf.to_str().unwrap(),
+    ];
+    let ca = [
+        "-s",
+        "16",
+        "-n",
+        "100",
+        "--out_json",
+        "--out_json_file",
+        cf.to_str().unwrap(),
+    ];
+    let s = command(Who::Ours, "write-lat", &sa, port, None)
+        .spawn()
+        .unwrap();
+    let ip = env("RDMA_BENCH_IP");
+    let c = command(Who::Ours, "write-lat", &ca, port, Some(&ip))
+        .spawn()
+        .unwrap();
+    let (c, s) = (wait(c), wait(s));
+    assert_eq!(
+        (s.code, c.code),
+        (0, 0),
+        "{}{}\n{}{}",
+        s.out,
+        s.err,
+        c.out,
+        c.err
+    );
+    for f in [&sf, &cf] {
+        let text = std::fs::read_to_string(f).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(v["test_info"]["test"], "RDMA_Write_Latency_Test", "{v}");
+        assert_eq!(
+            v["test_info"]["Device"],
+            env("RDMA_BENCH_DEVICE").as_str(),
+            "{v}"
+        );
+        assert_eq!(v["results"]["MsgSize"], 16, "{v}");
+        assert_eq!(v["results"]["n_iterations"], 100, "{v}");
+        assert!(v["results"]["t_typical"].as_f64().unwrap() > 0.0, "{v}");
+        assert_eq!(v["all_results"].as_array().unwrap().len(), 1, "{v}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// No server: the client gives up after its --connect-timeout with one line.
+#[test]
+fn a_missing_server_is_a_bounded_wait() {
+    let port = next_port();
+    let t0 = Instant::now();
+    let r = wait(
+        command(
+            Who::Ours,
+            "write-bw",
+            &["--connect-timeout", "2"],
+            port,
+            Some("127.0.0.1"),
+        )
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert!(
+        r.err
+            .starts_with("rdma-bench write-bw: no server answered at 127.0.0.1:"),
+        "{}",
+        r.err
+    );
+    assert_eq!(r.err.lines().count(), 1, "{}", r.err);
+}
+
+/// A peer that speaks an older perftest protocol is refused by name, not misread.
+#[test]
+fn an_old_peer_is_refused_by_version() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let (mut sock, _) = listener.accept().unwrap();
+        let mut theirs = [0u8; 16];
+        sock.read_exact(&mut theirs).unwrap();
+        let mut mine = [0u8; 16];
+        mine[..4].copy_from_slice(b"5.60");
+        sock.write_all(&mine).unwrap();
+        String::from_utf8_lossy(&theirs)
+            .trim_end_matches('\0')
+            .to_string()
+    });
+    let r = wait(
+        command(Who::Ours, "write-bw", &[], port, Some("127.0.0.1"))
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(fake.join().unwrap(), "6.06");
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
+    assert_eq!(
+        r.err,
+        format!(
+            "rdma-bench write-bw: 127.0.0.1:{port} speaks perftest protocol \"5.60\"; perftest 5.70 or later is needed\n"
+        )
+    );
+}
+
+/// SIGINT in the middle: the client still prints what it measured, tells the server, and both
+/// leave; the interrupted side exits 130.
+#[test]
+fn an_interrupted_run_still_reports() {
+    let port = next_port();
+    let args = ["-s", "64", "-n", "100000000", "-N"];
+    let s = command(Who::Ours, "write-bw", &args, port, None)
+        .spawn()
+        .unwrap();
+    let ip = env("RDMA_BENCH_IP");
+    let c = command(Who::Ours, "write-bw", &args, port, Some(&ip))
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: kill(2) on our own child's pid; `timeout` forwards the signal to the tool.
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    let (c, s) = (wait(c), wait(s));
+    assert_eq!(c.code, 130, "{}{}", c.out, c.err);
+    assert_eq!(s.code, 0, "{}{}", s.out, s.err);
+    let (cr, sr) = (table(&c.out, BW_HEADER), table(&s.out, BW_HEADER));
+    assert_eq!(cr.len(), 1, "{}", c.out);
+    assert!(
+        cr[0][1] > 0.0 && cr[0][1] < 1e8 && cr[0][3] > 0.0,
+        "{}",
+        c.out
+    );
+    assert_eq!(sr[0][1], cr[0][1], "{}\n{}", s.out, c.out);
+}
