@@ -214,7 +214,11 @@ fn perf_tools_refuse_what_perftest_refuses_by_exact_message() {
         ),
     ];
     for (args, msg) in cases {
-        assert_eq!(refuse(RDMA_BENCH, args), (1, format!("{msg}\n")), "{args:?}");
+        assert_eq!(
+            refuse(RDMA_BENCH, args),
+            (1, format!("{msg}\n")),
+            "{args:?}"
+        );
     }
     // Not a perftest flag at all: clap's usage error.
     assert_eq!(refuse(RDMA_BENCH, &["write-bw", "--bogus"]).0, 2);
