@@ -10,6 +10,9 @@ echo "== lint (rustfmt, clippy -D warnings, the crate's [lints] table)"
 cargo fmt --check
 cargo clippy --all-targets --features device-tests -- -D warnings
 
+echo "== lint without librdmacm (the build an install without RDMA CM gets: -R refused)"
+RDMA_BENCH_NO_RDMACM=1 CARGO_TARGET_DIR=target/no-rdmacm cargo clippy --all-targets -- -D warnings
+
 echo "== build"
 cargo build --release --all-targets
 

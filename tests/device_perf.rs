@@ -123,20 +123,27 @@ fn table(out: &str, header: &str) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Checks a BW pair: the client's rows have the sizes and iterations asked for and positive
-/// rates; the server's rows (its own for send-bw, the client's report otherwise) agree.
-fn check_bw(tool: &str, s: &str, c: &str, sizes: &[u64], iters: u64) {
+/// Checks a BW pair: the client's rows have the sizes and iterations asked for; the server's rows
+/// (its own for send-bw, the client's report otherwise) agree; our rows have positive rates
+/// (perftest's own multi-QP client sometimes prints 0.000000 under load: its numbers are not
+/// ours to check).
+fn check_bw(tool: &str, s: &str, c: &str, sizes: &[u64], iters: u64, who: (Who, Who)) {
+    let (server_ours, client_ours) = (who.0 == Who::Ours, who.1 == Who::Ours);
     let (srows, crows) = (table(s, BW_HEADER), table(c, BW_HEADER));
     assert_eq!(crows.len(), sizes.len(), "{tool} client rows:\n{c}");
     for (r, &size) in crows.iter().zip(sizes) {
         assert_eq!((r[0] as u64, r[1] as u64), (size, iters), "{tool}:\n{c}");
-        assert!(r[3] > 0.0 && r[4] > 0.0, "{tool}: no rate\n{c}");
+        // MsgRate has six decimals; a 2-byte row's MB/s may round to 0.00.
+        assert!(!client_ours || r[4] > 0.0, "{tool}: no rate\n{c}");
     }
     if tool == "send-bw" {
         assert_eq!(srows.len(), sizes.len(), "{tool} server rows:\n{s}");
         for (sr, cr) in srows.iter().zip(&crows) {
             assert_eq!((sr[0], sr[1]), (cr[0], cr[1]), "{tool}:\n{s}\n{c}");
-            assert!(sr[3] > 0.0, "{tool}: server saw no rate\n{s}");
+            assert!(
+                !server_ours || sr[4] > 0.0,
+                "{tool}: server saw no rate\n{s}"
+            );
         }
     } else {
         // The server prints the client's last row, as perftest's does.
@@ -147,7 +154,7 @@ fn check_bw(tool: &str, s: &str, c: &str, sizes: &[u64], iters: u64) {
             (last[0], last[1]),
             "{tool}:\n{s}\n{c}"
         );
-        assert!((srows[0][3] - last[3]).abs() <= 0.01, "{tool}:\n{s}\n{c}");
+        assert!((srows[0][4] - last[4]).abs() <= 1e-6, "{tool}:\n{s}\n{c}");
     }
 }
 
@@ -195,7 +202,7 @@ fn run_bw(tool: &str, server: Who, client: Who, extra: &[&str]) {
         .position(|a| *a == "-q")
         .map_or(1, |i| extra[i + 1].parse().unwrap());
     let (so, co) = pair(tool, server, client, &args);
-    check_bw(tool, &so, &co, &[size], iters * qps);
+    check_bw(tool, &so, &co, &[size], iters * qps, (server, client));
 }
 
 fn run_lat(tool: &str, server: Who, client: Who) {
@@ -247,16 +254,49 @@ fn lat_tools_against_perftest_both_ways() {
     }
 }
 
+/// `-R`: the QPs connected through RDMA CM and the exchange over an RDMA CM QP, ours against
+/// ours and against perftest both ways.
+#[test]
+fn rdma_cm_connects_every_tool() {
+    for t in BW_TOOLS {
+        run_bw(t, Who::Ours, Who::Ours, &["-R"]);
+    }
+    for (t, server, client) in [
+        ("write-bw", Who::Perftest, Who::Ours),
+        ("write-bw", Who::Ours, Who::Perftest),
+        ("read-bw", Who::Ours, Who::Perftest),
+        ("send-bw", Who::Perftest, Who::Ours),
+        ("atomic-bw", Who::Ours, Who::Perftest),
+    ] {
+        run_bw(t, server, client, &["-R"]);
+    }
+    run_bw("write-bw", Who::Ours, Who::Perftest, &["-R", "-q", "3"]);
+    for (t, server, client) in [
+        ("write-lat", Who::Ours, Who::Ours),
+        ("read-lat", Who::Ours, Who::Ours),
+        ("atomic-lat", Who::Ours, Who::Ours),
+        ("send-lat", Who::Ours, Who::Perftest),
+        ("write-lat", Who::Perftest, Who::Ours),
+    ] {
+        let mut args = vec!["-R", "-n", "100"];
+        if !t.starts_with("atomic") {
+            args.extend(["-s", "8"]);
+        }
+        let (so, co) = pair(t, server, client, &args);
+        check_lat(t, &so, &co, &[8], 100);
+    }
+}
+
 /// `-a` in one connection: perftest's sizes, 2 B to 8 MiB, on both sides.
 #[test]
 fn size_sweeps_run_every_size_in_one_connection() {
     let sizes: Vec<u64> = (1..24).map(|i| 1 << i).collect();
     let (s, c) = pair("write-bw", Who::Ours, Who::Ours, &["-a", "-n", "5"]);
-    check_bw("write-bw", &s, &c, &sizes, 5);
+    check_bw("write-bw", &s, &c, &sizes, 5, (Who::Ours, Who::Ours));
     let (s, c) = pair("send-lat", Who::Perftest, Who::Ours, &["-a", "-n", "5"]);
     check_lat("send-lat", &s, &c, &sizes, 5);
     let (s, c) = pair("send-bw", Who::Ours, Who::Perftest, &["-a", "-n", "5"]);
-    check_bw("send-bw", &s, &c, &sizes, 5);
+    check_bw("send-bw", &s, &c, &sizes, 5, (Who::Ours, Who::Perftest));
 }
 
 #[test]

@@ -110,6 +110,10 @@ pub struct PerfArgs {
     /// The JSON file of --out_json
     #[arg(long = "out_json_file", value_name = "FILE")]
     pub out_json_file: Option<String>,
+    /// Connect the QPs, and run the exchange, through RDMA CM (give the server's IP address of
+    /// the RDMA interface)
+    #[arg(short = 'R', long = "rdma_cm")]
+    pub rdma_cm: bool,
     /// Buffers on hugepages (reserve them first: /proc/sys/vm/nr_hugepages)
     #[arg(long = "use_hugepages")]
     pub use_hugepages: bool,
@@ -147,7 +151,6 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
 /// perftest flags that rdma-bench does not implement (yet), and why, so that they are refused
 /// by name rather than taken for something else or ignored.
 const REFUSED: &[(Option<char>, &str, &str)] = &[
-    (Some('R'), "rdma_cm", "RDMA CM connection"),
     (Some('z'), "comm_rdma_cm", "the exchange over RDMA CM"),
     (Some('b'), "bidirectional", "bidirectional tests"),
     (Some('e'), "events", "completion events"),

@@ -10,7 +10,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::keys::{Dest, KEY_MSG_SIZE, KEY_MSG_SIZE_GID};
+use super::keys::{Dest, KEY_MSG_SIZE, KEY_MSG_SIZE_GID, KEY_STRUCT_SIZE};
 use crate::control::stop_requested;
 use crate::error::{Error, Result};
 
@@ -36,9 +36,18 @@ pub enum Wait {
     Test,
 }
 
-/// The connected TCP channel.
+/// What carries the exchange.
+enum Link {
+    /// perftest's default: a TCP connection.
+    Tcp(TcpStream),
+    /// `-R`: an RC QP connected through RDMA CM.
+    #[cfg(has_rdmacm)]
+    Cm(Box<super::cm_link::CmLink>),
+}
+
+/// The connected exchange channel.
 pub struct Channel {
-    stream: TcpStream,
+    link: Link,
     is_client: bool,
     peer: String,
     /// The peer's version, as `atof` reads it.
@@ -54,6 +63,18 @@ pub fn leading_number(s: &str) -> f64 {
         .last()
         .map_or(0, |(i, c)| i + c.len_utf8());
     s[..end].parse().unwrap_or(0.0)
+}
+
+/// The IPv4 address of `host` (perftest's exchange and RDMA CM are IPv4 only).
+pub fn ipv4_of(host: &str, port: u16) -> Result<std::net::SocketAddrV4> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| Error::config(format!("cannot resolve server {host:?}: {e}")))?
+        .find_map(|a| match a {
+            std::net::SocketAddr::V4(v4) => Some(v4),
+            std::net::SocketAddr::V6(_) => None,
+        })
+        .ok_or_else(|| Error::config(format!("server {host:?} has no IPv4 address")))
 }
 
 impl Channel {
@@ -122,11 +143,27 @@ impl Channel {
             .and_then(|()| stream.set_read_timeout(Some(READ_SLICE)))
             .map_err(|e| Error::config(format!("TCP channel to {peer}: {e}")))?;
         Ok(Channel {
-            stream,
+            link: Link::Tcp(stream),
             is_client,
             peer,
             peer_version: 0.0,
         })
+    }
+
+    /// A channel over an RDMA CM link (`-R`).
+    #[cfg(has_rdmacm)]
+    pub fn over_cm(link: super::cm_link::CmLink, is_client: bool, peer: String) -> Channel {
+        Channel {
+            link: Link::Cm(Box::new(link)),
+            is_client,
+            peer,
+            peer_version: 0.0,
+        }
+    }
+
+    /// True when the exchange runs over RDMA CM (`-R`).
+    pub fn is_cm(&self) -> bool {
+        !matches!(self.link, Link::Tcp(_))
     }
 
     /// The peer's address (host or host:port), for messages.
@@ -151,14 +188,28 @@ impl Channel {
     }
 
     fn send(&mut self, msg: &[u8]) -> Result<()> {
-        self.stream.write_all(msg).map_err(|e| self.lost(e))
+        match &mut self.link {
+            Link::Tcp(stream) => stream.write_all(msg).map_err(|e| Error::PeerLost {
+                peer: self.peer.clone(),
+                what: format!("perftest channel: {e}"),
+            }),
+            #[cfg(has_rdmacm)]
+            Link::Cm(link) => link.send(msg),
+        }
     }
 
+    // Without librdmacm the match has one arm.
+    #[allow(clippy::infallible_destructuring_match)]
     fn recv(&mut self, buf: &mut [u8], wait: Wait) -> Result<()> {
+        let stream = match &mut self.link {
+            Link::Tcp(stream) => stream,
+            #[cfg(has_rdmacm)]
+            Link::Cm(link) => return link.recv(buf, wait),
+        };
         let start = Instant::now();
         let mut got = 0;
         while got < buf.len() {
-            match self.stream.read(&mut buf[got..]) {
+            match stream.read(&mut buf[got..]) {
                 Ok(0) => {
                     return Err(Error::PeerLost {
                         peer: self.peer.clone(),
@@ -184,17 +235,15 @@ impl Channel {
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.lost(e)),
+                Err(e) => {
+                    return Err(Error::PeerLost {
+                        peer: self.peer.clone(),
+                        what: format!("perftest channel: {e}"),
+                    })
+                }
             }
         }
         Ok(())
-    }
-
-    fn lost(&self, e: std::io::Error) -> Error {
-        Error::PeerLost {
-            peer: self.peer.clone(),
-            what: format!("perftest channel: {e}"),
-        }
     }
 
     /// Versions first (perftest's `exchange_versions`): refuses a peer older than perftest 5.70,
@@ -259,13 +308,45 @@ impl Channel {
 
     /// One QP key each way (perftest's `ctx_hand_shake`), also used as a bare barrier.
     pub fn hand_shake(&mut self, mine: &Dest, with_gid: bool, wait: Wait) -> Result<Dest> {
+        self.hand_shake_then(mine, with_gid, wait, || Ok(()))
+    }
+
+    /// [`hand_shake`](Self::hand_shake), running `between` on the server after it has the
+    /// client's key and before it answers (the `-R` server opens its test listener there, so
+    /// that the client never finds the port closed).
+    pub fn hand_shake_then(
+        &mut self,
+        mine: &Dest,
+        with_gid: bool,
+        wait: Wait,
+        between: impl FnOnce() -> Result<()>,
+    ) -> Result<Dest> {
+        if self.is_cm() {
+            let mut theirs = [0u8; KEY_STRUCT_SIZE];
+            if self.is_client {
+                self.send(&mine.encode_raw())?;
+                self.recv(&mut theirs, wait)?;
+            } else {
+                self.recv(&mut theirs, wait)?;
+                between()?;
+                self.send(&mine.encode_raw())?;
+            }
+            return Ok(Dest::decode_raw(&theirs));
+        }
         let len = if with_gid {
             KEY_MSG_SIZE_GID
         } else {
             KEY_MSG_SIZE
         };
         let mut theirs = vec![0u8; len];
-        self.exchange(&mine.encode(with_gid), &mut theirs, wait)?;
+        if self.is_client {
+            self.send(&mine.encode(with_gid))?;
+            self.recv(&mut theirs, wait)?;
+        } else {
+            self.recv(&mut theirs, wait)?;
+            between()?;
+            self.send(&mine.encode(with_gid))?;
+        }
         Dest::decode(&theirs, with_gid)
     }
 
@@ -304,8 +385,11 @@ impl Channel {
     }
 
     /// The "done" of [`close`](Self::close), for a side whose last handshake had to wait for
-    /// the peer's whole run.
+    /// the peer's whole run. Over RDMA CM perftest sends none.
     pub fn close_after_handshake(&mut self) -> Result<()> {
+        if self.is_cm() {
+            return Ok(());
+        }
         self.send(b"done\0")?;
         let mut done = [0u8; 5];
         let _ = self.recv(&mut done, Wait::Setup);

@@ -92,6 +92,51 @@ impl Dest {
     }
 }
 
+/// Bytes of a key message over RDMA CM (`-R`): perftest's `struct pingpong_dest` as it lays out
+/// on x86-64 (lid, out_reads, qpn, psn, rkey as big-endian 32-bit words, 4 bytes of padding,
+/// vaddr big-endian at 24, the GID's raw bytes at 32, srqn and gid_index big-endian at 48 and 52).
+pub const KEY_STRUCT_SIZE: usize = 56;
+
+impl Dest {
+    /// The `-R` wire form.
+    pub fn encode_raw(&self) -> [u8; KEY_STRUCT_SIZE] {
+        let mut m = [0u8; KEY_STRUCT_SIZE];
+        let words = [
+            u32::from(self.lid),
+            self.out_reads,
+            self.qpn,
+            self.psn,
+            self.rkey,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            m[4 * i..4 * i + 4].copy_from_slice(&w.to_be_bytes());
+        }
+        m[24..32].copy_from_slice(&self.vaddr.to_be_bytes());
+        m[32..48].copy_from_slice(&self.gid);
+        m[48..52].copy_from_slice(&self.srqn.to_be_bytes());
+        m
+    }
+
+    /// Parses the `-R` wire form (perftest itself ignores srqn and gid_index there).
+    pub fn decode_raw(m: &[u8; KEY_STRUCT_SIZE]) -> Dest {
+        let word = |i: usize| u32::from_be_bytes([m[i], m[i + 1], m[i + 2], m[i + 3]]);
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(&m[32..48]);
+        let mut vaddr = [0u8; 8];
+        vaddr.copy_from_slice(&m[24..32]);
+        Dest {
+            lid: word(0) as u16,
+            out_reads: word(4),
+            qpn: word(8),
+            psn: word(12),
+            rkey: word(16),
+            vaddr: u64::from_be_bytes(vaddr),
+            gid,
+            srqn: 0,
+        }
+    }
+}
+
 fn bad_key(msg: &[u8]) -> Error {
     let shown: String = String::from_utf8_lossy(msg)
         .chars()
@@ -149,6 +194,16 @@ mod tests {
             "001b:0010:000011:abcdef:00001234:00005566778899aa:00000000"
         );
         assert_eq!(Dest::decode(&m, false).unwrap(), d);
+    }
+
+    #[test]
+    fn raw_form_is_perftests_struct() {
+        let m = sample().encode_raw();
+        assert_eq!(&m[4..8], &[0, 0, 0, 0x10]);
+        assert_eq!(&m[8..12], &[0, 0, 0, 0x11]);
+        assert_eq!(&m[24..32], &0x5566_7788_99aau64.to_be_bytes());
+        assert_eq!(&m[32..48], &sample().gid);
+        assert_eq!(Dest::decode_raw(&m), sample());
     }
 
     #[test]

@@ -6,6 +6,8 @@ pub mod args;
 pub mod bw;
 pub mod channel;
 pub mod clock;
+#[cfg(has_rdmacm)]
+pub mod cm_link;
 pub mod keys;
 pub mod lat;
 pub mod report;

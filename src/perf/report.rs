@@ -116,8 +116,18 @@ impl TestInfo<'_> {
             Verb::Write | Verb::Send => line(format!(" Max inline data : {}[B]", self.inline)),
             Verb::Read | Verb::Atomic => line(format!(" Outstand reads  : {}", self.out_reads)),
         }
-        line(" rdma_cm QPs\t : OFF".into());
-        line(" Data ex. method : Ethernet".into());
+        if s.rdma_cm {
+            line(" rdma_cm QPs\t : ON".into());
+            line(" Data ex. method : rdma_cm".into());
+            if !s.is_client {
+                line(RESULT_LINE.into());
+                line(" Waiting for client rdma_cm QP to connect".into());
+                line(" Please run the same command with the IB/RoCE interface IP".into());
+            }
+        } else {
+            line(" rdma_cm QPs\t : OFF".into());
+            line(" Data ex. method : Ethernet".into());
+        }
         line(RESULT_LINE.into());
         o.pop();
         o

@@ -126,6 +126,48 @@ pub struct Session {
     psn: u32,
     /// ACK timeout exponent (-u).
     qp_timeout: u8,
+    /// The test QPs' RDMA CM connections (`-R`), one per QP.
+    #[cfg(has_rdmacm)]
+    cm_ids: Vec<crate::verbs::cm::CmId>,
+}
+
+/// `-R`: the exchange channel over RDMA CM, and the port its route uses.
+#[cfg(has_rdmacm)]
+fn cm_channel(a: &PerfArgs) -> Result<(Channel, Port)> {
+    use super::cm_link::CmLink;
+    let (channel, port) = match &a.server {
+        Some(host) => {
+            let addr = super::channel::ipv4_of(host, a.port)?;
+            let timeout = Duration::from_secs(a.connect_timeout);
+            let (link, port) = CmLink::connect(addr, a.gid_index, timeout)?;
+            (Channel::over_cm(link, true, addr.to_string()), port)
+        }
+        None => {
+            println!("{WAITING_BANNER}");
+            let (link, port) = CmLink::accept(a.port, a.gid_index)?;
+            (
+                Channel::over_cm(link, false, "the RDMA CM client".into()),
+                port,
+            )
+        }
+    };
+    if let Some(d) = &a.ib_dev {
+        if d != port.context().name() {
+            return Err(Error::config(format!(
+                "-d {d}, but RDMA CM reaches the peer through {} (with -R the address picks the device)",
+                port.context().name()
+            )));
+        }
+    }
+    Ok((channel, port))
+}
+
+#[cfg(not(has_rdmacm))]
+fn cm_channel(_: &PerfArgs) -> Result<(Channel, Port)> {
+    Err(Error::config(
+        "-R needs librdmacm, and this rdma-bench was built without it (install librdmacm-dev or \
+         rdma-core-devel and rebuild)",
+    ))
 }
 
 impl Session {
@@ -133,8 +175,18 @@ impl Session {
     /// QPs and the MR; prints perftest's banner and information block on the way.
     pub fn open(tool: Tool, a: &PerfArgs) -> Result<Session> {
         let settings = Settings::resolve(tool, a)?;
-        let port_index = usize::from(a.ib_port.max(1) - 1);
-        let port = Port::open_by(a.ib_dev.as_deref(), port_index, a.gid_index)?;
+        // With -R the route to the server names the device, and the exchange runs over RDMA
+        // CM; otherwise the device comes first (a bad -d fails before any peer is bothered).
+        let (port, mut channel) = if a.rdma_cm {
+            let (c, p) = cm_channel(a)?;
+            (p, Some(c))
+        } else {
+            let port_index = usize::from(a.ib_port.max(1) - 1);
+            (
+                Port::open_by(a.ib_dev.as_deref(), port_index, a.gid_index)?,
+                None,
+            )
+        };
         let ctx = port.context();
         let roce = port.attr().link_layer == LinkLayer::Ethernet;
         let with_gid = roce || a.gid_index.is_some();
@@ -175,9 +227,12 @@ impl Session {
             None => active,
         };
 
-        let mut channel = match &a.server {
-            Some(host) => Channel::connect(host, a.port, Duration::from_secs(a.connect_timeout))?,
-            None => {
+        let mut channel = match (channel.take(), &a.server) {
+            (Some(c), _) => c,
+            (None, Some(host)) => {
+                Channel::connect(host, a.port, Duration::from_secs(a.connect_timeout))?
+            }
+            (None, None) => {
                 println!("{WAITING_BANNER}");
                 Channel::accept(a.port)?
             }
@@ -262,7 +317,7 @@ impl Session {
                 srqn: 0,
             })
             .collect();
-        let s = Session {
+        let mut s = Session {
             settings,
             channel,
             port,
@@ -277,7 +332,12 @@ impl Session {
             mtu,
             psn,
             qp_timeout: a.qp_timeout,
+            #[cfg(has_rdmacm)]
+            cm_ids: Vec::new(),
         };
+        if a.rdma_cm {
+            s.connect_through_cm(a)?;
+        }
         for n in &notices {
             println!("{}", super::report::RESULT_LINE);
             println!("{n}");
@@ -322,9 +382,75 @@ impl Session {
             .map(|_| ())
     }
 
+    /// `-R`: connects every QP through RDMA CM between two empty handshakes, in perftest's
+    /// order (the client's k-th connection is the server's k-th request). The server opens its
+    /// listener before it answers the first handshake, so the client never finds it closed.
+    #[cfg(has_rdmacm)]
+    fn connect_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
+        use crate::verbs::cm::{CmId, CmParams};
+        let reads = matches!(self.settings.tool.verb, Verb::Read | Verb::Atomic);
+        let depth = if reads { self.out_reads as u8 } else { 0 };
+        let params = CmParams {
+            responder_resources: depth,
+            initiator_depth: depth,
+            retry_count: 7,
+            rnr_retry_count: 7,
+        };
+        let zero = Dest::default();
+        let mut ids = Vec::with_capacity(self.qps.len());
+        if let Some(host) = &a.server {
+            self.channel.hand_shake(&zero, false, Wait::Setup)?;
+            let addr = super::channel::ipv4_of(host, a.port)?;
+            let start = std::time::Instant::now();
+            for qp in &mut self.qps {
+                loop {
+                    let mut id = CmId::resolve(addr)?;
+                    match id.connect(qp, params, super::channel::SETUP_TIMEOUT) {
+                        Ok(()) => {
+                            ids.push(id);
+                            break;
+                        }
+                        // The listener may not be there yet (perftest opens it late).
+                        Err(Error::Config(_))
+                            if start.elapsed() < super::channel::SETUP_TIMEOUT =>
+                        {
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        } else {
+            let mut listener = None;
+            self.channel
+                .hand_shake_then(&zero, false, Wait::Setup, || {
+                    listener = Some(CmId::listen(a.port, self.qps.len() as i32)?);
+                    Ok(())
+                })?;
+            let listener = listener.expect("set by the handshake");
+            for qp in &mut self.qps {
+                let mut id = listener.next_request(Some(super::channel::SETUP_TIMEOUT))?;
+                id.accept(qp, params)?;
+                ids.push(id);
+            }
+        }
+        self.cm_ids = ids;
+        self.channel.hand_shake(&zero, false, Wait::Setup)?;
+        Ok(())
+    }
+
+    #[cfg(not(has_rdmacm))]
+    fn connect_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
+        cm_channel(a).map(|_| ())
+    }
+
     /// Connects every QP to the peer's (perftest's `ctx_connect`): both sides' GIDs must be of
-    /// the same family, and each side's read depth is what the other advertised.
+    /// the same family, and each side's read depth is what the other advertised. With `-R` the
+    /// QPs are connected already.
     pub fn connect(&mut self) -> Result<()> {
+        if self.channel.is_cm() {
+            return Ok(());
+        }
         if self.with_gid && is_v4_mapped(&self.my[0].gid) != is_v4_mapped(&self.rem[0].gid) {
             return Err(Error::config(
                 "Found Incompatibility issue with GID types: one side uses an IPv4 GID, the \
@@ -367,6 +493,22 @@ impl Session {
                 "{}",
                 address_lines(side, d, self.settings.tool.verb, self.with_gid)
             );
+        }
+    }
+}
+
+#[cfg(has_rdmacm)]
+impl Drop for Session {
+    /// `-R`: disconnects every test connection; a client waits (briefly) for each to be
+    /// acknowledged, as perftest's client does, so that a perftest server sees it go.
+    fn drop(&mut self) {
+        for id in &mut self.cm_ids {
+            id.disconnect();
+        }
+        if self.settings.is_client {
+            for id in &self.cm_ids {
+                id.wait_disconnected(Duration::from_secs(2));
+            }
         }
     }
 }

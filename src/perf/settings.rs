@@ -92,6 +92,8 @@ pub struct Settings {
     pub mtu: Option<u32>,
     /// JSON output file.
     pub json_file: Option<String>,
+    /// `-R`: QPs and exchange through RDMA CM.
+    pub rdma_cm: bool,
     /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
     pub notices: Vec<String>,
 }
@@ -117,6 +119,9 @@ impl Settings {
         match a.connection.as_str() {
             "RC" => {}
             "UC" | "UD" => {
+                if a.connection == "UC" && a.rdma_cm {
+                    return Err(refuse("UC is not supported in librdmacm"));
+                }
                 if a.connection == "UC" && matches!(verb, Verb::Read | Verb::Atomic) {
                     return Err(refuse("UC connection not possible in READ/ATOMIC verbs"));
                 }
@@ -336,6 +341,7 @@ impl Settings {
                     .unwrap_or("perftest_out.json".into())
             }),
             notices,
+            rdma_cm: a.rdma_cm,
         })
     }
 

@@ -8,6 +8,9 @@
 //! The hot path never touches the counts: it works on the raw handles cached in `hot` batches.
 
 mod ah;
+/// RDMA CM connections (when built with librdmacm).
+#[cfg(has_rdmacm)]
+pub mod cm;
 mod cq;
 mod device;
 mod mr;

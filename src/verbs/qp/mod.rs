@@ -291,6 +291,12 @@ impl QueuePair {
         Ok(qp)
     }
 
+    /// Applies attributes computed elsewhere (the RDMA CM's `rdma_init_qp_attr`).
+    #[cfg(has_rdmacm)]
+    pub(super) fn modify_with(&mut self, attr: &sys::ibv_qp_attr, mask: M) -> Result<()> {
+        self.modify(attr, mask)
+    }
+
     fn modify(&mut self, attr: &sys::ibv_qp_attr, mask: M) -> Result<()> {
         let mut attr = *attr;
         // SAFETY: the QP is alive; `attr` is initialised for every field `mask` names.
