@@ -254,6 +254,27 @@ fn lat_tools_against_perftest_both_ways() {
     }
 }
 
+/// `-c UC`: WRITE and SEND over unreliable connections, both ways against perftest.
+#[test]
+fn uc_runs_write_and_send_tools() {
+    for (t, server, client) in [
+        ("write-bw", Who::Ours, Who::Ours),
+        ("write-bw", Who::Perftest, Who::Ours),
+        ("send-bw", Who::Ours, Who::Perftest),
+        ("send-bw", Who::Perftest, Who::Ours),
+    ] {
+        run_bw(t, server, client, &["-c", "UC"]);
+    }
+    for (t, server, client) in [
+        ("write-lat", Who::Ours, Who::Perftest),
+        ("send-lat", Who::Perftest, Who::Ours),
+    ] {
+        let (so, co) = pair(t, server, client, &["-c", "UC", "-n", "100", "-s", "8"]);
+        check_lat(t, &so, &co, &[8], 100);
+        assert!(co.contains(" Connection type : UC"), "{co}");
+    }
+}
+
 /// `-R`: the QPs connected through RDMA CM and the exchange over an RDMA CM QP, ours against
 /// ours and against perftest both ways.
 #[test]

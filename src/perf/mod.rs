@@ -6,10 +6,12 @@ pub mod args;
 pub mod bw;
 pub mod channel;
 pub mod clock;
+mod cm_connect;
 #[cfg(has_rdmacm)]
 pub mod cm_link;
 pub mod keys;
 pub mod lat;
+pub mod layout;
 pub mod report;
 pub mod run;
 pub mod session;

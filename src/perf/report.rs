@@ -6,6 +6,7 @@ use super::settings::{AtomicType, Settings};
 use super::stats::{BwRow, LatencyStats};
 use super::{Test, Verb};
 use crate::stats::JsonObject;
+use crate::verbs::QpType;
 
 /// perftest's RESULT_LINE.
 pub const RESULT_LINE: &str =
@@ -40,6 +41,14 @@ pub struct TestInfo<'a> {
     pub inline: u32,
     /// Outstanding reads in effect.
     pub out_reads: u32,
+}
+
+fn transport_name(t: QpType) -> &'static str {
+    match t {
+        QpType::Rc => "RC",
+        QpType::Uc => "UC",
+        QpType::Ud => "UD",
+    }
 }
 
 fn verb_name(v: Verb) -> &'static str {
@@ -91,7 +100,10 @@ impl TestInfo<'_> {
             " Number of qps   : {}\t\tTransport type : IB",
             s.qps
         ));
-        line(" Connection type : RC\t\tUsing SRQ      : OFF".into());
+        line(format!(
+            " Connection type : {}\t\tUsing SRQ      : OFF",
+            transport_name(s.qp_type)
+        ));
         // Our MRs never ask for relaxed ordering, and we post with ibv_post_send.
         line(" PCIe relax order: OFF".into());
         line(" ibv_wr* API     : OFF".into());
@@ -142,7 +154,7 @@ impl TestInfo<'_> {
             .str("Device", self.device)
             .int("Number_of_qps", u64::from(s.qps))
             .str("Transport_type", "IB")
-            .str("Connection_type", "RC")
+            .str("Connection_type", transport_name(s.qp_type))
             .str("Using_SRQ", "OFF")
             .str("PCIe_relax_order", "OFF")
             .str("ibv_wr_API", "OFF");

@@ -1,17 +1,15 @@
-//! One side of a perftest-style test: the device, the TCP channel, the QPs and the one MR, laid
-//! out as perftest lays them out so that either side may be perftest itself.
-//!
-//! Layout (perftest's): one MR of `2 · nq · INC(BUFF)` bytes, where BUFF = max(size, page) for
-//! the largest size of the run and INC rounds up to a cache line. QP `i` sends from offset
-//! `i · BUFF` and exposes `(nq + i) · BUFF` to its peer (WRITE target, READ source, atomic
-//! counter, RECV buffer).
+//! One side of a perftest-style test: the device, the exchange channel (TCP, or RDMA CM with
+//! `-R`), the QPs and the one MR, laid out as perftest lays them out ([`super::layout`]) so that
+//! either side may be perftest itself.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::args::PerfArgs;
 use super::channel::{Channel, Wait};
+use super::cm_connect::cm_channel;
 use super::keys::Dest;
+use super::layout::{local_page_and_line, mtu_bytes, Geometry};
 use super::report::{address_lines, TestInfo, WAITING_BANNER};
 use super::settings::Settings;
 use super::{Test, Tool, Verb};
@@ -19,82 +17,11 @@ use crate::error::{Error, Result};
 use crate::mem::{HugeBuffer, HugePolicy, Placement};
 use crate::verbs::{
     Access, CompletionQueue, ConnectParams, LinkLayer, MemoryRegion, Port, ProtectionDomain,
-    QpCaps, QpInfo, QpType, QueuePair,
+    QpCaps, QpInfo, QueuePair,
 };
 
 /// Mellanox's PCI vendor id: the devices perftest knows inline defaults for.
 const MELLANOX_VENDOR: u32 = 0x02c9;
-
-/// perftest's buffer geometry, from the page and cache-line sizes both sides agreed on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Geometry {
-    /// The cycle buffer (page size, the larger of both sides').
-    pub cycle: u64,
-    /// The cache line (the larger of both sides').
-    pub line: u64,
-    /// BUFF_SIZE of the largest size: max(size, cycle).
-    pub buff: u64,
-    /// QPs.
-    pub nq: u64,
-}
-
-impl Geometry {
-    /// For `alloc_size` bytes per message and `nq` QPs.
-    pub fn new(cycle: u64, line: u64, alloc_size: u64, nq: u64) -> Geometry {
-        Geometry {
-            cycle,
-            line,
-            buff: alloc_size.max(cycle),
-            nq,
-        }
-    }
-
-    /// perftest's INC: `size` rounded up to a cache line, at least one line.
-    pub fn inc(&self, size: u64) -> u64 {
-        size.max(1).div_ceil(self.line) * self.line
-    }
-
-    /// Distinct addresses a BW stream cycles through: `cycle / INC(size)` when a message fits
-    /// twice in the cycle buffer, else one.
-    pub fn slots(&self, size: u64) -> u64 {
-        if size <= self.cycle / 2 {
-            self.cycle / self.inc(size)
-        } else {
-            1
-        }
-    }
-
-    /// Offset QP `i` sends from.
-    pub fn local(&self, i: u64) -> u64 {
-        i * self.buff
-    }
-
-    /// Offset QP `i` exposes to its peer.
-    pub fn exposed(&self, i: u64) -> u64 {
-        (self.nq + i) * self.buff
-    }
-
-    /// Bytes of the MR.
-    pub fn mr_len(&self) -> u64 {
-        self.inc(self.buff) * 2 * self.nq
-    }
-}
-
-/// The system's page size and L1 cache line (perftest's cycle buffer and cache line defaults).
-fn local_page_and_line() -> (u32, u32) {
-    // SAFETY: sysconf has no memory effects.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    // SAFETY: as above.
-    let line = unsafe { libc::sysconf(libc::_SC_LEVEL1_DCACHE_LINESIZE) };
-    let page = if page > 0 { page as u32 } else { 4096 };
-    let line = if line > 0 { line as u32 } else { 64 };
-    (page, line)
-}
-
-/// An `ibv_mtu` value (1..=5) in bytes.
-pub fn mtu_bytes(mtu: u32) -> u32 {
-    128 << mtu
-}
 
 /// One side, connected to its peer's channel, with its QPs made (not yet connected).
 pub struct Session {
@@ -128,46 +55,7 @@ pub struct Session {
     qp_timeout: u8,
     /// The test QPs' RDMA CM connections (`-R`), one per QP.
     #[cfg(has_rdmacm)]
-    cm_ids: Vec<crate::verbs::cm::CmId>,
-}
-
-/// `-R`: the exchange channel over RDMA CM, and the port its route uses.
-#[cfg(has_rdmacm)]
-fn cm_channel(a: &PerfArgs) -> Result<(Channel, Port)> {
-    use super::cm_link::CmLink;
-    let (channel, port) = match &a.server {
-        Some(host) => {
-            let addr = super::channel::ipv4_of(host, a.port)?;
-            let timeout = Duration::from_secs(a.connect_timeout);
-            let (link, port) = CmLink::connect(addr, a.gid_index, timeout)?;
-            (Channel::over_cm(link, true, addr.to_string()), port)
-        }
-        None => {
-            println!("{WAITING_BANNER}");
-            let (link, port) = CmLink::accept(a.port, a.gid_index)?;
-            (
-                Channel::over_cm(link, false, "the RDMA CM client".into()),
-                port,
-            )
-        }
-    };
-    if let Some(d) = &a.ib_dev {
-        if d != port.context().name() {
-            return Err(Error::config(format!(
-                "-d {d}, but RDMA CM reaches the peer through {} (with -R the address picks the device)",
-                port.context().name()
-            )));
-        }
-    }
-    Ok((channel, port))
-}
-
-#[cfg(not(has_rdmacm))]
-fn cm_channel(_: &PerfArgs) -> Result<(Channel, Port)> {
-    Err(Error::config(
-        "-R needs librdmacm, and this rdma-bench was built without it (install librdmacm-dev or \
-         rdma-core-devel and rebuild)",
-    ))
+    pub(super) cm_ids: Vec<crate::verbs::cm::CmId>,
 }
 
 impl Session {
@@ -261,16 +149,14 @@ impl Session {
         };
         let mut qps = Vec::with_capacity(nq as usize);
         for _ in 0..nq {
-            let qp =
-                QueuePair::new(&pd, &port, &send_cq, &recv_cq, QpType::Rc, caps).map_err(|e| {
-                    match e.errno() {
-                        Some(libc::EINVAL | libc::ENOMEM) => Error::config(format!(
+            let qp = QueuePair::new(&pd, &port, &send_cq, &recv_cq, settings.qp_type, caps)
+                .map_err(|e| match e.errno() {
+                    Some(libc::EINVAL | libc::ENOMEM) => Error::config(format!(
                         "the device refused a QP of depth {} with {inline} bytes inline ({e}): \
                          try a smaller -t or -I",
                         settings.tx_depth
                     )),
-                        _ => e,
-                    }
+                    _ => e,
                 })?;
             if qp.caps().max_inline_data < inline {
                 return Err(Error::config(format!(
@@ -382,68 +268,6 @@ impl Session {
             .map(|_| ())
     }
 
-    /// `-R`: connects every QP through RDMA CM between two empty handshakes, in perftest's
-    /// order (the client's k-th connection is the server's k-th request). The server opens its
-    /// listener before it answers the first handshake, so the client never finds it closed.
-    #[cfg(has_rdmacm)]
-    fn connect_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
-        use crate::verbs::cm::{CmId, CmParams};
-        let reads = matches!(self.settings.tool.verb, Verb::Read | Verb::Atomic);
-        let depth = if reads { self.out_reads as u8 } else { 0 };
-        let params = CmParams {
-            responder_resources: depth,
-            initiator_depth: depth,
-            retry_count: 7,
-            rnr_retry_count: 7,
-        };
-        let zero = Dest::default();
-        let mut ids = Vec::with_capacity(self.qps.len());
-        if let Some(host) = &a.server {
-            self.channel.hand_shake(&zero, false, Wait::Setup)?;
-            let addr = super::channel::ipv4_of(host, a.port)?;
-            let start = std::time::Instant::now();
-            for qp in &mut self.qps {
-                loop {
-                    let mut id = CmId::resolve(addr)?;
-                    match id.connect(qp, params, super::channel::SETUP_TIMEOUT) {
-                        Ok(()) => {
-                            ids.push(id);
-                            break;
-                        }
-                        // The listener may not be there yet (perftest opens it late).
-                        Err(Error::Config(_))
-                            if start.elapsed() < super::channel::SETUP_TIMEOUT =>
-                        {
-                            std::thread::sleep(Duration::from_millis(100));
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-            }
-        } else {
-            let mut listener = None;
-            self.channel
-                .hand_shake_then(&zero, false, Wait::Setup, || {
-                    listener = Some(CmId::listen(a.port, self.qps.len() as i32)?);
-                    Ok(())
-                })?;
-            let listener = listener.expect("set by the handshake");
-            for qp in &mut self.qps {
-                let mut id = listener.next_request(Some(super::channel::SETUP_TIMEOUT))?;
-                id.accept(qp, params)?;
-                ids.push(id);
-            }
-        }
-        self.cm_ids = ids;
-        self.channel.hand_shake(&zero, false, Wait::Setup)?;
-        Ok(())
-    }
-
-    #[cfg(not(has_rdmacm))]
-    fn connect_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
-        cm_channel(a).map(|_| ())
-    }
-
     /// Connects every QP to the peer's (perftest's `ctx_connect`): both sides' GIDs must be of
     /// the same family, and each side's read depth is what the other advertised. With `-R` the
     /// QPs are connected already.
@@ -497,51 +321,6 @@ impl Session {
     }
 }
 
-#[cfg(has_rdmacm)]
-impl Drop for Session {
-    /// `-R`: disconnects every test connection; a client waits (briefly) for each to be
-    /// acknowledged, as perftest's client does, so that a perftest server sees it go.
-    fn drop(&mut self) {
-        for id in &mut self.cm_ids {
-            id.disconnect();
-        }
-        if self.settings.is_client {
-            for id in &self.cm_ids {
-                id.wait_disconnected(Duration::from_secs(2));
-            }
-        }
-    }
-}
-
 fn is_v4_mapped(gid: &[u8; 16]) -> bool {
     gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn geometry_matches_perftests_worked_values() {
-        // Worked values for a 4 KiB page and 64-byte lines, one QP.
-        let g = Geometry::new(4096, 64, 2, 1);
-        assert_eq!(
-            (g.buff, g.inc(2), g.mr_len(), g.exposed(0), g.slots(2)),
-            (4096, 64, 8192, 4096, 64)
-        );
-        let g = Geometry::new(4096, 64, 65536, 1);
-        assert_eq!(
-            (g.buff, g.mr_len(), g.exposed(0), g.slots(65536)),
-            (65536, 131072, 65536, 1)
-        );
-        assert_eq!(Geometry::new(4096, 64, 100, 1).slots(100), 32);
-        assert_eq!(Geometry::new(4096, 64, 2048, 1).slots(2048), 2);
-        assert_eq!(Geometry::new(4096, 64, 2049, 1).slots(2049), 1);
-        let g = Geometry::new(4096, 64, 65536, 4);
-        assert_eq!(
-            (g.mr_len(), g.exposed(0), g.exposed(3)),
-            (524288, 262144, 458752)
-        );
-        assert_eq!(mtu_bytes(3), 1024);
-    }
 }

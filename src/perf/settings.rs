@@ -5,6 +5,7 @@
 use super::args::PerfArgs;
 use super::{Test, Tool, Verb};
 use crate::error::{Error, Result};
+use crate::verbs::QpType;
 
 /// perftest's largest size, the top of a `-a` sweep (MAX_SIZE).
 pub const MAX_SIZE: u64 = 8 << 20;
@@ -94,6 +95,8 @@ pub struct Settings {
     pub json_file: Option<String>,
     /// `-R`: QPs and exchange through RDMA CM.
     pub rdma_cm: bool,
+    /// RC or UC.
+    pub qp_type: QpType,
     /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
     pub notices: Vec<String>,
 }
@@ -116,29 +119,31 @@ impl Settings {
     pub fn resolve(tool: Tool, a: &PerfArgs) -> Result<Settings> {
         let bw = tool.test == Test::Bw;
         let verb = tool.verb;
-        match a.connection.as_str() {
-            "RC" => {}
-            "UC" | "UD" => {
-                if a.connection == "UC" && a.rdma_cm {
+        let qp_type = match a.connection.as_str() {
+            "RC" => QpType::Rc,
+            "UC" => {
+                if a.rdma_cm {
                     return Err(refuse("UC is not supported in librdmacm"));
                 }
-                if a.connection == "UC" && matches!(verb, Verb::Read | Verb::Atomic) {
+                if matches!(verb, Verb::Read | Verb::Atomic) {
                     return Err(refuse("UC connection not possible in READ/ATOMIC verbs"));
                 }
-                if a.connection == "UD" && verb != Verb::Send {
+                QpType::Uc
+            }
+            "UD" => {
+                if verb != Verb::Send {
                     return Err(refuse("UD connection only possible in SEND verb"));
                 }
-                return Err(Error::config(format!(
-                    "-c {} is not implemented in rdma-bench yet (RC only)",
-                    a.connection
-                )));
+                return Err(refuse(
+                    "-c UD is not implemented in rdma-bench yet (RC and UC are)",
+                ));
             }
             other => {
                 return Err(Error::config(format!(
                     "invalid connection type {other:?}: RC, UC or UD"
                 )))
             }
-        }
+        };
         if a.qps.is_some_and(|q| q != 1) && !bw {
             return Err(refuse("Multiple QPs only available on bw tests"));
         }
@@ -250,6 +255,10 @@ impl Settings {
             if verb == Verb::Send {
                 rx_depth = rx_depth.min(n as u32);
             }
+            // An unreliable SEND finds a RECV or is lost: perftest posts them all up front.
+            if qp_type == QpType::Uc && a.rx_depth.is_none() {
+                rx_depth = n.min(16000) as u32;
+            }
             if post_list > 1 && n % u64::from(post_list) != 0 {
                 return Err(refuse(
                     "Number of iterations must be a multiple of post list size",
@@ -342,6 +351,7 @@ impl Settings {
             }),
             notices,
             rdma_cm: a.rdma_cm,
+            qp_type,
         })
     }
 
@@ -455,6 +465,15 @@ mod tests {
             err(Tool::READ_BW, |a| a.connection = "UC".into()),
             "UC connection not possible in READ/ATOMIC verbs"
         );
+        assert_eq!(
+            err(Tool::WRITE_BW, |a| {
+                a.connection = "UC".into();
+                a.rdma_cm = true;
+            }),
+            "UC is not supported in librdmacm"
+        );
+        let uc = Settings::resolve(Tool::SEND_BW, &args(|a| a.connection = "UC".into())).unwrap();
+        assert_eq!((uc.qp_type, uc.rx_depth), (QpType::Uc, 1000));
         assert_eq!(
             err(Tool::WRITE_LAT, |a| a.qps = Some(2)),
             "Multiple QPs only available on bw tests"

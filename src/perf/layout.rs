@@ -1,0 +1,104 @@
+//! perftest's buffer layout: one MR of `2 · nq · INC(BUFF)` bytes, where BUFF = max(size, page)
+//! for the largest size of the run and INC rounds up to a cache line. QP `i` sends from offset
+//! `i · BUFF` and exposes `(nq + i) · BUFF` to its peer (WRITE target, READ source, atomic
+//! counter, RECV buffer); a BW stream cycles through the page a cache line at a time.
+
+/// perftest's buffer geometry, from the page and cache-line sizes both sides agreed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// The cycle buffer (page size, the larger of both sides').
+    pub cycle: u64,
+    /// The cache line (the larger of both sides').
+    pub line: u64,
+    /// BUFF_SIZE of the largest size: max(size, cycle).
+    pub buff: u64,
+    /// QPs.
+    pub nq: u64,
+}
+
+impl Geometry {
+    /// For `alloc_size` bytes per message and `nq` QPs.
+    pub fn new(cycle: u64, line: u64, alloc_size: u64, nq: u64) -> Geometry {
+        Geometry {
+            cycle,
+            line,
+            buff: alloc_size.max(cycle),
+            nq,
+        }
+    }
+
+    /// perftest's INC: `size` rounded up to a cache line, at least one line.
+    pub fn inc(&self, size: u64) -> u64 {
+        size.max(1).div_ceil(self.line) * self.line
+    }
+
+    /// Distinct addresses a BW stream cycles through: `cycle / INC(size)` when a message fits
+    /// twice in the cycle buffer, else one.
+    pub fn slots(&self, size: u64) -> u64 {
+        if size <= self.cycle / 2 {
+            self.cycle / self.inc(size)
+        } else {
+            1
+        }
+    }
+
+    /// Offset QP `i` sends from.
+    pub fn local(&self, i: u64) -> u64 {
+        i * self.buff
+    }
+
+    /// Offset QP `i` exposes to its peer.
+    pub fn exposed(&self, i: u64) -> u64 {
+        (self.nq + i) * self.buff
+    }
+
+    /// Bytes of the MR.
+    pub fn mr_len(&self) -> u64 {
+        self.inc(self.buff) * 2 * self.nq
+    }
+}
+
+/// The system's page size and L1 cache line (perftest's cycle buffer and cache line defaults).
+pub(super) fn local_page_and_line() -> (u32, u32) {
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    // SAFETY: as above.
+    let line = unsafe { libc::sysconf(libc::_SC_LEVEL1_DCACHE_LINESIZE) };
+    let page = if page > 0 { page as u32 } else { 4096 };
+    let line = if line > 0 { line as u32 } else { 64 };
+    (page, line)
+}
+
+/// An `ibv_mtu` value (1..=5) in bytes.
+pub fn mtu_bytes(mtu: u32) -> u32 {
+    128 << mtu
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_matches_perftests_worked_values() {
+        // Worked values for a 4 KiB page and 64-byte lines, one QP.
+        let g = Geometry::new(4096, 64, 2, 1);
+        assert_eq!(
+            (g.buff, g.inc(2), g.mr_len(), g.exposed(0), g.slots(2)),
+            (4096, 64, 8192, 4096, 64)
+        );
+        let g = Geometry::new(4096, 64, 65536, 1);
+        assert_eq!(
+            (g.buff, g.mr_len(), g.exposed(0), g.slots(65536)),
+            (65536, 131072, 65536, 1)
+        );
+        assert_eq!(Geometry::new(4096, 64, 100, 1).slots(100), 32);
+        assert_eq!(Geometry::new(4096, 64, 2048, 1).slots(2048), 2);
+        assert_eq!(Geometry::new(4096, 64, 2049, 1).slots(2049), 1);
+        let g = Geometry::new(4096, 64, 65536, 4);
+        assert_eq!(
+            (g.mr_len(), g.exposed(0), g.exposed(3)),
+            (524288, 262144, 458752)
+        );
+        assert_eq!(mtu_bytes(3), 1024);
+    }
+}
