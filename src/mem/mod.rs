@@ -212,6 +212,28 @@ pub fn hugepages_by_node() -> Vec<(u32, u64, u64)> {
         .collect()
 }
 
+/// The base page size (4096 when the system does not say).
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf reads a constant and has no memory effects.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 {
+        v as u64
+    } else {
+        4096
+    }
+}
+
+/// The L1 data cache line (64 when the system does not say).
+pub fn cache_line() -> u64 {
+    // SAFETY: sysconf reads a constant and has no memory effects.
+    let v = unsafe { libc::sysconf(libc::_SC_LEVEL1_DCACHE_LINESIZE) };
+    if v > 0 {
+        v as u64
+    } else {
+        64
+    }
+}
+
 /// The locked-memory limit of this process (`RLIMIT_MEMLOCK`, soft) in bytes; `None` when
 /// unlimited. Memory registration pins pages against it (root with CAP_IPC_LOCK is exempt).
 pub fn memlock_limit() -> Option<u64> {

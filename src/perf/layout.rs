@@ -60,13 +60,10 @@ impl Geometry {
 
 /// The system's page size and L1 cache line (perftest's cycle buffer and cache line defaults).
 pub(super) fn local_page_and_line() -> (u32, u32) {
-    // SAFETY: sysconf has no memory effects.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    // SAFETY: as above.
-    let line = unsafe { libc::sysconf(libc::_SC_LEVEL1_DCACHE_LINESIZE) };
-    let page = if page > 0 { page as u32 } else { 4096 };
-    let line = if line > 0 { line as u32 } else { 64 };
-    (page, line)
+    (
+        crate::mem::page_size() as u32,
+        crate::mem::cache_line() as u32,
+    )
 }
 
 /// An `ibv_mtu` value (1..=5) in bytes.
