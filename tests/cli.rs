@@ -175,7 +175,11 @@ fn reaping_policy_is_checked() {
 
 #[test]
 fn perf_tools_refuse_what_perftest_refuses_by_exact_message() {
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
+        (
+            &["send-bw", "--perform_warm_up"],
+            "rdma-bench send-bw: --perform_warm_up acts in the write, read and atomic BW tests only",
+        ),
         (
             &["write-bw", "-b"],
             "rdma-bench write-bw: perftest's -b/--bidirectional (bidirectional tests) is not implemented in rdma-bench write-bw yet",

@@ -229,6 +229,12 @@ fn every_tool_against_itself() {
     // Doorbell batching with the post list as CQ moderation, and several QPs.
     run_bw("write-bw", Who::Ours, Who::Ours, &["-l", "16"]);
     run_bw("read-bw", Who::Ours, Who::Ours, &["-q", "3"]);
+    run_bw(
+        "read-bw",
+        Who::Ours,
+        Who::Ours,
+        &["--perform_warm_up", "-l", "16"],
+    );
 }
 
 #[test]

@@ -110,6 +110,10 @@ pub struct PerfArgs {
     /// The JSON file of --out_json
     #[arg(long = "out_json_file", value_name = "FILE")]
     pub out_json_file: Option<String>,
+    /// Post and reap one send queue of WRs per QP (one chain with -l) before measuring (write,
+    /// read and atomic BW tests)
+    #[arg(long = "perform_warm_up")]
+    pub perform_warm_up: bool,
     /// Connect the QPs, and run the exchange, through RDMA CM (give the server's IP address of
     /// the RDMA interface)
     #[arg(short = 'R', long = "rdma_cm")]
@@ -175,7 +179,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('v'), "mac_fwd", "raw Ethernet"),
     (None, "run_infinitely", "endless runs"),
     (None, "report-both", "bidirectional tests"),
-    (None, "perform_warm_up", "warm-up posts"),
     (None, "cpu_util", "CPU utilisation"),
     (None, "dont_xchg_versions", "skipping the version exchange"),
     (None, "use-srq", "SRQs"),

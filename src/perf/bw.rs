@@ -16,7 +16,7 @@ use super::stats::{peak_ticks_per_msg, BwRow};
 use super::Verb;
 use crate::control::stop_requested;
 use crate::error::{Error, Result};
-use crate::hot::{Remote, SendBatch, SendSpec};
+use crate::hot::{poll_exact, PollTimeout, Remote, SendBatch, SendSpec};
 use crate::verbs::{Op, WorkCompletion};
 
 /// perftest polls up to this many completions at once (CTX_POLL_BATCH).
@@ -110,6 +110,31 @@ fn batch_for(s: &mut Session, q: usize, size: u64) -> Result<(SendBatch, u64)> {
         }
     }
     Ok((b, slots))
+}
+
+/// `--perform_warm_up`: per QP, one send queue of single WRs (one chain with `-l`) to the
+/// addresses the run will use, every signaled completion reaped, so that the measured run starts
+/// with warm caches and an empty CQ. (perftest's own waits for one completion per post, which
+/// never come when its CQ moderation is above 1.)
+pub fn warm_up(s: &mut Session, size: u64) -> Result<()> {
+    let (pl, cq_mod, tx_depth) = (s.settings.post_list, s.settings.cq_mod, s.settings.tx_depth);
+    for q in 0..s.qps.len() {
+        let (mut batch, _) = batch_for(s, q, size)?;
+        let qp = &mut s.qps[q];
+        let signaled = if pl == 1 {
+            batch.set_signaled(0, true);
+            for _ in 0..tx_depth {
+                batch.post(qp)?;
+            }
+            tx_depth
+        } else {
+            batch.post(qp)?;
+            pl / cq_mod
+        };
+        let mut wcs = vec![WorkCompletion::default(); signaled as usize];
+        poll_exact(qp.send_cq(), &mut wcs, PollTimeout::default())?;
+    }
+    Ok(())
 }
 
 /// Runs one size on the posting side; returns its row (MB/s or Gb/s as set).

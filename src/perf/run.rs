@@ -2,7 +2,7 @@
 //! what, who prints which table), and the tables and JSON at the end.
 
 use super::args::{refuse_unimplemented, PerfArgs};
-use super::bw::{post_receives, post_side, receive_side};
+use super::bw::{post_receives, post_side, receive_side, warm_up};
 use super::channel::{BwReport, Wait};
 use super::clock;
 use super::lat::{read_round_trips, send_ping_pong, send_receives, write_ping_pong, LatRun};
@@ -102,6 +102,9 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     }
     let mut last = BwRow::default();
     for size in s.settings.sizes.clone() {
+        if s.settings.warm_up {
+            warm_up(s, size)?;
+        }
         let r = post_side(s, size)?;
         println!("{}", bw_row(&r, gbits));
         rows.push(bw_json(&r));

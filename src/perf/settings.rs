@@ -97,6 +97,8 @@ pub struct Settings {
     pub rdma_cm: bool,
     /// RC or UC.
     pub qp_type: QpType,
+    /// Warm-up posts before each measured size.
+    pub warm_up: bool,
     /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
     pub notices: Vec<String>,
 }
@@ -168,6 +170,11 @@ impl Settings {
         }
         if (a.report_unsorted || a.report_cycles || a.report_histogram) && bw {
             return Err(refuse("-U, -C and -H are available only on latency tests"));
+        }
+        if a.perform_warm_up && (!bw || verb == Verb::Send) {
+            return Err(refuse(
+                "--perform_warm_up acts in the write, read and atomic BW tests only",
+            ));
         }
         let atomic = match a.atomic_type.as_deref() {
             None | Some("FETCH_AND_ADD") => AtomicType::FetchAndAdd,
@@ -352,6 +359,7 @@ impl Settings {
             notices,
             rdma_cm: a.rdma_cm,
             qp_type,
+            warm_up: a.perform_warm_up,
         })
     }
 
