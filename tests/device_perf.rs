@@ -190,9 +190,14 @@ fn run_bw(tool: &str, server: Who, client: Who, extra: &[&str]) {
     let iters = 1024u64;
     let n = iters.to_string();
     let mut args = vec!["-n", &n];
-    let size = if tool == "atomic-bw" { 8 } else { 32 };
+    let given = extra.iter().position(|a| *a == "-s").map(|i| extra[i + 1]);
+    let size: u64 = match (tool, given) {
+        ("atomic-bw", _) => 8,
+        (_, Some(g)) => g.parse().unwrap(),
+        _ => 32,
+    };
     let s = size.to_string();
-    if tool != "atomic-bw" {
+    if tool != "atomic-bw" && given.is_none() {
         args.extend(["-s", &s]);
     }
     args.extend(extra);

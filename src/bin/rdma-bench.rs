@@ -76,23 +76,21 @@ fn main() {
         format!("rdma-bench {sub}")
     };
     let result = match tool {
-        // perftest flags we do not implement are refused by name before clap sees them.
+        // perftest flags we do not implement are refused by name before clap sees them (clap
+        // would call them unknown).
         Some(t) => perf::args::refuse_unimplemented(t, &argv[2..]),
         None => Ok(()),
     }
-    .and_then(|()| {
-        let raw = argv.get(2..).unwrap_or_default().to_vec();
-        match Cli::parse().command {
-            Command::WriteBw(a) => perf::run::run(Tool::WRITE_BW, a, &raw),
-            Command::WriteLat(a) => perf::run::run(Tool::WRITE_LAT, a, &raw),
-            Command::ReadBw(a) => perf::run::run(Tool::READ_BW, a, &raw),
-            Command::ReadLat(a) => perf::run::run(Tool::READ_LAT, a, &raw),
-            Command::SendBw(a) => perf::run::run(Tool::SEND_BW, a, &raw),
-            Command::SendLat(a) => perf::run::run(Tool::SEND_LAT, a, &raw),
-            Command::AtomicBw(a) => perf::run::run(Tool::ATOMIC_BW, a, &raw),
-            Command::AtomicLat(a) => perf::run::run(Tool::ATOMIC_LAT, a, &raw),
-            Command::Doctor(a) => doctor::run(a),
-        }
+    .and_then(|()| match Cli::parse().command {
+        Command::WriteBw(a) => perf::run::run(Tool::WRITE_BW, a),
+        Command::WriteLat(a) => perf::run::run(Tool::WRITE_LAT, a),
+        Command::ReadBw(a) => perf::run::run(Tool::READ_BW, a),
+        Command::ReadLat(a) => perf::run::run(Tool::READ_LAT, a),
+        Command::SendBw(a) => perf::run::run(Tool::SEND_BW, a),
+        Command::SendLat(a) => perf::run::run(Tool::SEND_LAT, a),
+        Command::AtomicBw(a) => perf::run::run(Tool::ATOMIC_BW, a),
+        Command::AtomicLat(a) => perf::run::run(Tool::ATOMIC_LAT, a),
+        Command::Doctor(a) => doctor::run(a),
     });
     if let Err(e) = result {
         eprintln!("{name}: {e}");

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::clock::{self, DurationWindow};
+use super::clock::{self, SampledWindow};
 use super::session::Session;
 use super::settings::{AtomicType, Length};
 use super::stats::{peak_ticks_per_msg, BwRow};
@@ -88,7 +88,9 @@ fn batch_for(s: &mut Session, q: usize, size: u64) -> Result<(SendBatch, u64)> {
         op,
         postlist: pl,
         size: size as u32,
-        stride: if slots > 1 { inc as usize } else { 0 },
+        // move_to places every slot below, wrapping a chain longer than the cycle buffer in it
+        // as perftest's does; a linear stride could run past the MR first.
+        stride: 0,
         local_offset: geo.local(q as u64) as usize,
         remote_offset: 0,
         inline: size <= u64::from(s.inline) && matches!(st.tool.verb, Verb::Write | Verb::Send),
@@ -151,10 +153,11 @@ pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
         u64::from(st.tx_depth),
     );
     let inc = s.geo.inc(size);
-    let window = match st.length {
-        Length::Duration { secs, margin } => Some(DurationWindow::starting_now(secs, margin)),
+    let timed = match st.length {
+        Length::Duration { secs, margin } => Some((secs, margin)),
         Length::Iters(_) => None,
     };
+    let mut window = SampledWindow::new(timed);
     let iters = st.iters();
     let total = iters * nq as u64;
     let stamps = !st.no_peak;
@@ -166,24 +169,16 @@ pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
     let mut guard = StallGuard::new();
     let send_cq = std::sync::Arc::clone(s.qps[0].send_cq());
-    // Duration mode: messages completed inside the sampled window, and its edges.
-    let (mut sampled, mut first, mut last) = (0u64, 0u64, 0u64);
-    let mut in_window = false;
     let start = clock::now();
     loop {
-        if let Some(w) = &window {
-            let now = clock::now();
-            if now >= w.end {
+        if timed.is_some() {
+            if !window.running() {
                 break;
             }
-            if !in_window && w.sampling(now) {
-                in_window = true;
-                first = now;
-            } else if in_window && !w.sampling(now) {
-                in_window = false;
-                last = now;
-            }
-        } else if totccnt >= total {
+        } else if ccnt.iter().all(|&c| c >= iters) {
+            // Every QP's last (short) batch has completed: with several QPs the total alone
+            // could be reached with one QP's completion still in the CQ, to be miscounted by
+            // the next size.
             break;
         }
         if stop_requested() {
@@ -191,7 +186,7 @@ pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
         }
         for (q, (batch, slots)) in batches.iter_mut().enumerate() {
             let qp = &mut s.qps[q];
-            while (window.is_some() || scnt[q] < iters) && scnt[q] + pl <= ccnt[q] + tx_depth {
+            while (timed.is_some() || scnt[q] < iters) && scnt[q] + pl <= ccnt[q] + tx_depth {
                 if pl == 1 {
                     let m = scnt[q];
                     if *slots > 1 {
@@ -200,7 +195,7 @@ pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
                     }
                     batch.set_signaled(
                         0,
-                        m % cq_mod == cq_mod - 1 || (window.is_none() && m == iters - 1),
+                        m % cq_mod == cq_mod - 1 || (timed.is_none() && m == iters - 1),
                     );
                 }
                 if stamps {
@@ -217,7 +212,7 @@ pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
             continue;
         }
         guard.progress();
-        let t = if stamps || in_window { clock::now() } else { 0 };
+        let t = if stamps { clock::now() } else { 0 };
         for wc in &wcs[..n] {
             wc.result()?;
             ccnt[wc.wr_id() as usize] += cq_mod;
@@ -225,25 +220,20 @@ pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
             if stamps {
                 completed[(totccnt.min(total) - 1) as usize] = t;
             }
-            if in_window {
-                sampled += cq_mod;
-            }
+            window.count(cq_mod);
         }
     }
     let end = clock::now();
     let tpu = clock::ticks_per_us();
     let ticks_per_s = tpu * 1e6;
-    let row = match window {
-        Some(_) => {
-            let last = if last == 0 { end } else { last };
-            BwRow::average(
-                size,
-                sampled,
-                last.saturating_sub(first),
-                ticks_per_s,
-                st.gbits,
-            )
-        }
+    let row = match timed {
+        Some(_) => BwRow::average(
+            size,
+            window.sampled(),
+            window.ticks(),
+            ticks_per_s,
+            st.gbits,
+        ),
         None => {
             let done = totccnt.min(total);
             let ticks = if stamps && done > 0 {
@@ -305,22 +295,13 @@ pub fn receive_side(
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
     let mut guard = StallGuard::new();
     let (mut rcnt, mut first, mut last) = (0u64, 0u64, 0u64);
-    let mut window: Option<DurationWindow> = None;
-    let (mut sampled, mut w_first, mut w_last, mut in_window) = (0u64, 0u64, 0u64, false);
+    let timed = matches!(st.length, Length::Duration { .. });
+    // Started at the first RECV, as perftest's receiver starts its clock.
+    let mut window = SampledWindow::default();
     loop {
-        if let Length::Duration { .. } = st.length {
-            if let Some(w) = &window {
-                let now = clock::now();
-                if now >= w.end {
-                    break;
-                }
-                if !in_window && w.sampling(now) {
-                    in_window = true;
-                    w_first = now;
-                } else if in_window && !w.sampling(now) {
-                    in_window = false;
-                    w_last = now;
-                }
+        if timed {
+            if !window.running() {
+                break;
             }
         } else if rcnt >= total {
             break;
@@ -338,17 +319,15 @@ pub fn receive_side(
         if rcnt == 0 {
             first = t;
             if let Length::Duration { secs, margin } = st.length {
-                window = Some(DurationWindow::starting_now(secs, margin));
+                window.start(secs, margin);
             }
         }
         for wc in &wcs[..n] {
             wc.result()?;
             rcnt += 1;
-            if in_window {
-                sampled += 1;
-            }
+            window.count(1);
             let q = qpns.iter().position(|&x| x == wc.qp_num()).unwrap_or(0);
-            if window.is_some() || posted[q] < iters {
+            if timed || posted[q] < iters {
                 recvs[q].post(&mut s.qps[q], 1)?;
                 posted[q] += 1;
             }
@@ -356,23 +335,21 @@ pub fn receive_side(
         last = t;
     }
     let ticks_per_s = clock::ticks_per_us() * 1e6;
-    Ok(match st.length {
-        Length::Duration { .. } => {
-            let w_last = if w_last == 0 { clock::now() } else { w_last };
-            BwRow::average(
-                size,
-                sampled,
-                w_last.saturating_sub(w_first),
-                ticks_per_s,
-                st.gbits,
-            )
-        }
-        Length::Iters(_) => BwRow::average(
+    Ok(if timed {
+        BwRow::average(
+            size,
+            window.sampled(),
+            window.ticks(),
+            ticks_per_s,
+            st.gbits,
+        )
+    } else {
+        BwRow::average(
             size,
             rcnt,
             last.saturating_sub(first),
             ticks_per_s,
             st.gbits,
-        ),
+        )
     })
 }

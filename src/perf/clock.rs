@@ -51,9 +51,9 @@ impl DurationWindow {
     pub fn starting_now(secs: u64, margin: u64) -> DurationWindow {
         let t0 = now();
         DurationWindow {
-            sample_start: t0 + ticks(margin),
-            sample_end: t0 + ticks(secs - margin),
-            end: t0 + ticks(secs),
+            sample_start: t0.saturating_add(ticks(margin)),
+            sample_end: t0.saturating_add(ticks(secs.saturating_sub(margin))),
+            end: t0.saturating_add(ticks(secs)),
         }
     }
 
@@ -61,5 +61,71 @@ impl DurationWindow {
     #[inline(always)]
     pub fn sampling(&self, t: Stamp) -> bool {
         t >= self.sample_start && t < self.sample_end
+    }
+}
+
+/// What a loop counts in a `-D` run: the operations completed inside the sampled window, and
+/// the window's edges as the loop saw them. Inert (always running, counting nothing) until
+/// [`start`](Self::start), and for iteration runs, which never start it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SampledWindow {
+    window: Option<DurationWindow>,
+    first: Stamp,
+    last: Stamp,
+    in_window: bool,
+    sampled: u64,
+}
+
+impl SampledWindow {
+    /// A window that starts now for a `-D` run (`Some((secs, margin))`), or an inert one.
+    pub fn new(duration: Option<(u64, u64)>) -> SampledWindow {
+        let mut w = SampledWindow::default();
+        if let Some((secs, margin)) = duration {
+            w.start(secs, margin);
+        }
+        w
+    }
+
+    /// Starts the window now (send-bw's receiver: at its first RECV, as perftest).
+    pub fn start(&mut self, secs: u64, margin: u64) {
+        self.window = Some(DurationWindow::starting_now(secs, margin));
+    }
+
+    /// True while a started window has time left (always true for an inert one); notes the
+    /// sampled window's edges as it passes them.
+    #[inline(always)]
+    pub fn running(&mut self) -> bool {
+        let Some(w) = self.window else { return true };
+        let now = now();
+        if !self.in_window && w.sampling(now) {
+            self.in_window = true;
+            self.first = now;
+        } else if self.in_window && !w.sampling(now) {
+            self.in_window = false;
+            self.last = now;
+        }
+        now < w.end
+    }
+
+    /// Counts `n` operations if they completed inside the sampled window.
+    #[inline(always)]
+    pub fn count(&mut self, n: u64) {
+        if self.in_window {
+            self.sampled += n;
+        }
+    }
+
+    /// Operations counted.
+    pub fn sampled(&self) -> u64 {
+        self.sampled
+    }
+
+    /// The sampled window's length in ticks (up to now if the loop ended inside it).
+    pub fn ticks(&self) -> u64 {
+        if self.first == 0 {
+            return 0;
+        }
+        let last = if self.last == 0 { now() } else { self.last };
+        last.saturating_sub(self.first)
     }
 }

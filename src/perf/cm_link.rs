@@ -31,7 +31,7 @@ const COMM_PARAMS: CmParams = CmParams {
 
 /// The connected exchange QP.
 pub struct CmLink {
-    /// The connection (destroyed last: the QP is ours, not the CM's).
+    /// The connection (the QP is ours, not the CM's, so the two drop in any order).
     id: CmId,
     qp: QueuePair,
     mr: Arc<MemoryRegion>,
@@ -94,8 +94,7 @@ impl CmLink {
                     };
                     return Ok((link, port));
                 }
-                Err(Error::Config(why)) if start.elapsed() < timeout && !stop_requested() => {
-                    let _ = why;
+                Err(Error::Config(_)) if start.elapsed() < timeout && !stop_requested() => {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(Error::Config(why)) => {

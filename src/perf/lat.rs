@@ -4,7 +4,7 @@
 //! stamped; a sample is the gap between two consecutive posts.
 
 use super::bw::{op_of, StallGuard};
-use super::clock::{self, DurationWindow};
+use super::clock::{self, SampledWindow};
 use super::session::Session;
 use super::settings::Length;
 use super::Verb;
@@ -47,69 +47,20 @@ fn single(s: &mut Session, size: u64) -> Result<SendBatch> {
     Ok(b)
 }
 
-/// Tracks a `-D` run's window; None for iteration runs.
-struct Clocked {
-    window: Option<DurationWindow>,
-    first: Stamp,
-    last: Stamp,
-    in_window: bool,
-    sampled: u64,
+fn finish(w: SampledWindow, posts: Vec<Stamp>) -> LatRun {
+    LatRun {
+        posts,
+        sampled: w.sampled(),
+        window_ticks: w.ticks(),
+    }
 }
 
-impl Clocked {
-    fn new(length: Length) -> Clocked {
-        Clocked {
-            window: match length {
-                Length::Duration { secs, margin } => {
-                    Some(DurationWindow::starting_now(secs, margin))
-                }
-                Length::Iters(_) => None,
-            },
-            first: 0,
-            last: 0,
-            in_window: false,
-            sampled: 0,
-        }
-    }
-
-    /// False once a `-D` run is over.
-    #[inline(always)]
-    fn running(&mut self) -> bool {
-        let Some(w) = self.window else { return true };
-        let now = clock::now();
-        if !self.in_window && w.sampling(now) {
-            self.in_window = true;
-            self.first = now;
-        } else if self.in_window && !w.sampling(now) {
-            self.in_window = false;
-            self.last = now;
-        }
-        now < w.end
-    }
-
-    #[inline(always)]
-    fn count(&mut self) {
-        if self.in_window {
-            self.sampled += 1;
-        }
-    }
-
-    fn finish(self, posts: Vec<Stamp>) -> LatRun {
-        let last = if self.last == 0 {
-            clock::now()
-        } else {
-            self.last
-        };
-        LatRun {
-            posts,
-            sampled: self.sampled,
-            window_ticks: if self.first == 0 {
-                0
-            } else {
-                last - self.first
-            },
-        }
-    }
+/// The `-D` window of a latency run (inert for an iteration run).
+fn window_of(length: Length) -> SampledWindow {
+    SampledWindow::new(match length {
+        Length::Duration { secs, margin } => Some((secs, margin)),
+        Length::Iters(_) => None,
+    })
 }
 
 /// perftest's run_iter_lat_write for one size.
@@ -122,7 +73,7 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
     let mr = std::sync::Arc::clone(&s.mr);
     let timed = s.settings.length;
     let dur = matches!(timed, Length::Duration { .. });
-    let mut clk = Clocked::new(timed);
+    let mut clk = window_of(timed);
     let mut posts = Vec::with_capacity(iters as usize);
     let (mut scnt, mut rcnt, mut ccnt) = (0u64, 0u64, 0u64);
     let qp = &mut s.qps[0];
@@ -138,7 +89,7 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
             // Only the peer's WRITEs store there; a one-byte atomic load cannot tear.
             while mr.load_u8(poll_byte) != want {
                 if !clk.running() || stop_requested() {
-                    return Ok(clk.finish(posts));
+                    return Ok(finish(clk, posts));
                 }
                 guard.idle("WRITE from the peer")?;
             }
@@ -156,10 +107,10 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
         if ccnt < iters || dur {
             poll_one(&cq, PollTimeout::default())?;
             ccnt += 1;
-            clk.count();
+            clk.count(1);
         }
     }
-    Ok(clk.finish(posts))
+    Ok(finish(clk, posts))
 }
 
 /// perftest's run_iter_lat (READ or atomic), client side, for one size.
@@ -167,7 +118,7 @@ pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
     let iters = s.settings.iters();
     let mut batch = single(s, size)?;
     let dur = matches!(s.settings.length, Length::Duration { .. });
-    let mut clk = Clocked::new(s.settings.length);
+    let mut clk = window_of(s.settings.length);
     let mut posts = Vec::with_capacity(iters as usize);
     let qp = &mut s.qps[0];
     let cq = std::sync::Arc::clone(qp.send_cq());
@@ -179,9 +130,9 @@ pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
         scnt += 1;
         batch.post(qp)?;
         poll_one(&cq, PollTimeout::default())?;
-        clk.count();
+        clk.count(1);
     }
-    Ok(clk.finish(posts))
+    Ok(finish(clk, posts))
 }
 
 /// Posts the `rx_depth` RECVs of a send-lat size (before the size's handshake, as perftest).
@@ -201,7 +152,7 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
     let (cq_mod, rx_depth) = (u64::from(s.settings.cq_mod), u64::from(s.settings.rx_depth));
     let mut batch = single(s, size)?;
     let dur = matches!(s.settings.length, Length::Duration { .. });
-    let mut clk = Clocked::new(s.settings.length);
+    let mut clk = window_of(s.settings.length);
     let mut posts = Vec::with_capacity(iters as usize);
     let qp = &mut s.qps[0];
     let send_cq = std::sync::Arc::clone(qp.send_cq());
@@ -220,13 +171,13 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
                     break;
                 }
                 if !clk.running() || stop_requested() {
-                    return Ok(clk.finish(posts));
+                    return Ok(finish(clk, posts));
                 }
                 guard.idle("SEND from the peer")?;
             }
             guard.progress();
             rcnt += 1;
-            clk.count();
+            clk.count(1);
             if dur || rcnt + rx_depth <= iters {
                 recv.post(qp, 1)?;
             }
@@ -244,5 +195,5 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
             }
         }
     }
-    Ok(clk.finish(posts))
+    Ok(finish(clk, posts))
 }

@@ -1,7 +1,7 @@
 //! Each tool's conversation with its peer, in perftest's order (which handshake when, who runs
 //! what, who prints which table), and the tables and JSON at the end.
 
-use super::args::{refuse_unimplemented, PerfArgs};
+use super::args::PerfArgs;
 use super::bw::{post_receives, post_side, receive_side, warm_up};
 use super::channel::{BwReport, Wait};
 use super::clock;
@@ -18,15 +18,15 @@ use crate::control::{install_stop_signals, stop_requested};
 use crate::error::{Error, Result};
 use crate::stats::JsonObject;
 
-/// Runs `tool` with `args` (the subcommand's arguments as typed, for the refusals by name).
-pub fn run(tool: Tool, a: PerfArgs, raw_args: &[String]) -> Result<()> {
-    refuse_unimplemented(tool, raw_args)?;
+/// Runs `tool` with `a` (perftest flags that we do not implement were refused by name before
+/// the command line was parsed: [`super::args::refuse_unimplemented`]).
+pub fn run(tool: Tool, a: PerfArgs) -> Result<()> {
     // Bad combinations are refused before anything is made or timed.
-    super::settings::Settings::resolve(tool, &a)?;
+    let settings = super::settings::Settings::resolve(tool, &a)?;
     install_stop_signals()?;
     // Calibrate before anything is timed (perftest's get_cpu_mhz).
     clock::ticks_per_us();
-    let mut s = Session::open(tool, &a)?;
+    let mut s = Session::open(settings, &a)?;
     let mut rows = Vec::new();
     match (tool.verb, tool.test) {
         (Verb::Send, Test::Bw) => send_bw(&mut s, &mut rows)?,
@@ -120,14 +120,20 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     s.channel.close(&mine, s.with_gid)
 }
 
-/// send-bw: both sides run (the server counts its RECVs) and both print their own row.
-fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+/// The setup both SEND tools share: keys, connect, a handshake, keys again.
+fn send_setup(s: &mut Session) -> Result<()> {
     s.exchange_keys()?;
     s.connect()?;
     s.print_addresses(false);
     s.sync(Wait::Setup)?;
     s.exchange_keys()?;
     s.print_addresses(true);
+    Ok(())
+}
+
+/// send-bw: both sides run (the server counts its RECVs) and both print their own row.
+fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+    send_setup(s)?;
     bw_header(s);
     let gbits = s.settings.gbits;
     let sweep = s.settings.sizes.len() > 1;
@@ -218,12 +224,7 @@ fn read_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
 
 /// send-lat: both sides post their RECVs, meet, ping-pong (the client first) and print.
 fn send_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
-    s.exchange_keys()?;
-    s.connect()?;
-    s.print_addresses(false);
-    s.sync(Wait::Setup)?;
-    s.exchange_keys()?;
-    s.print_addresses(true);
+    send_setup(s)?;
     lat_header(s);
     for size in s.settings.sizes.clone() {
         let mut recv = send_receives(s, size)?;
@@ -268,10 +269,15 @@ fn lat_report(s: &Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject>) {
     let rtt = if halve { 2.0 } else { 1.0 };
     let tpu = clock::ticks_per_us();
     if let Length::Duration { .. } = st.length {
+        // A run stopped before its window opened measured nothing: zeros, not NaN.
         let n = run.sampled.max(1);
         let us = run.window_ticks as f64 / tpu;
         let avg = us / rtt / n as f64;
-        let tps = run.sampled as f64 / (us / 1e6);
+        let tps = if us > 0.0 {
+            run.sampled as f64 / (us / 1e6)
+        } else {
+            0.0
+        };
         println!("{}", lat_duration_row(size, run.sampled, avg, tps));
         rows.push(lat_duration_json(size, run.sampled, avg, tps));
         return;

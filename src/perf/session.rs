@@ -12,7 +12,7 @@ use super::keys::Dest;
 use super::layout::{local_page_and_line, mtu_bytes, Geometry};
 use super::report::{address_lines, TestInfo, WAITING_BANNER};
 use super::settings::Settings;
-use super::{Test, Tool, Verb};
+use super::{Test, Verb};
 use crate::error::{Error, Result};
 use crate::mem::{HugeBuffer, HugePolicy, Placement};
 use crate::verbs::{
@@ -61,8 +61,8 @@ pub struct Session {
 impl Session {
     /// Opens the device, reaches the peer, agrees on versions, page size and MTU, and makes the
     /// QPs and the MR; prints perftest's banner and information block on the way.
-    pub fn open(tool: Tool, a: &PerfArgs) -> Result<Session> {
-        let settings = Settings::resolve(tool, a)?;
+    pub fn open(settings: Settings, a: &PerfArgs) -> Result<Session> {
+        let tool = settings.tool;
         // With -R the route to the server names the device, and the exchange runs over RDMA
         // CM; otherwise the device comes first (a bad -d fails before any peer is bothered).
         let (port, mut channel) = if a.rdma_cm {

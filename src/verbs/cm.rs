@@ -300,13 +300,21 @@ impl CmId {
         // SAFETY: the id is alive and connected far enough for `state`; out-pointers are valid.
         let rc = unsafe { sys::rdma_init_qp_attr(self.raw.as_ptr(), &mut attr, &mut mask) };
         check(rc, "rdma_init_qp_attr")?;
-        // The read depths are this side's choice, as librdmacm applies them to its own QPs.
+        // What this side accepts is its own choice (the peer learns it from our REQ or REP);
+        // what it initiates may not exceed what the peer accepts, which the CM's value is.
         if state == sys::ibv_qp_state::IBV_QPS_RTR {
             attr.max_dest_rd_atomic = rd_atomic;
         } else {
-            attr.max_rd_atomic = rd_atomic;
+            attr.max_rd_atomic = attr.max_rd_atomic.min(rd_atomic);
         }
         qp.modify_with(&attr, sys::ibv_qp_attr_mask(mask as u32))
+    }
+
+    /// INIT → RTR → RTS with this connection's attributes and `p`'s read depths.
+    fn to_rts(&self, qp: &mut QueuePair, p: CmParams) -> Result<()> {
+        let rtr = sys::ibv_qp_state::IBV_QPS_RTR;
+        self.transition(qp, rtr, p.responder_resources.max(1))?;
+        self.transition(qp, sys::ibv_qp_state::IBV_QPS_RTS, p.initiator_depth.max(1))
     }
 
     fn conn_param(qp: &QueuePair, p: CmParams) -> sys::rdma_conn_param {
@@ -344,12 +352,7 @@ impl CmId {
                 )))
             }
         }
-        self.transition(
-            qp,
-            sys::ibv_qp_state::IBV_QPS_RTR,
-            p.responder_resources.max(1),
-        )?;
-        self.transition(qp, sys::ibv_qp_state::IBV_QPS_RTS, p.initiator_depth.max(1))?;
+        self.to_rts(qp, p)?;
         // SAFETY: the id got its connect response; the QP is in RTS.
         check(
             unsafe { sys::rdma_establish(self.raw.as_ptr()) },
@@ -359,12 +362,7 @@ impl CmId {
 
     /// Passive side: moves `qp` (in INIT) to RTS for this request and accepts it.
     pub fn accept(&mut self, qp: &mut QueuePair, p: CmParams) -> Result<()> {
-        self.transition(
-            qp,
-            sys::ibv_qp_state::IBV_QPS_RTR,
-            p.responder_resources.max(1),
-        )?;
-        self.transition(qp, sys::ibv_qp_state::IBV_QPS_RTS, p.initiator_depth.max(1))?;
+        self.to_rts(qp, p)?;
         let mut cp = Self::conn_param(qp, p);
         // SAFETY: the id is a live connect request; `cp` is valid for the call.
         check(

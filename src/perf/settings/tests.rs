@@ -1,0 +1,133 @@
+//! Host tests of `perf::settings`.
+use super::*;
+
+fn args(f: impl FnOnce(&mut PerfArgs)) -> PerfArgs {
+    let mut a = PerfArgs {
+        connection: "RC".into(),
+        ib_port: 1,
+        port: 18515,
+        qp_timeout: 14,
+        ..PerfArgs::default()
+    };
+    f(&mut a);
+    a
+}
+
+fn err(tool: Tool, f: impl FnOnce(&mut PerfArgs)) -> String {
+    Settings::resolve(tool, &args(f)).unwrap_err().to_string()
+}
+
+#[test]
+fn defaults_are_perftests_per_tool() {
+    let s = Settings::resolve(Tool::WRITE_BW, &args(|_| {})).unwrap();
+    assert_eq!(s.sizes, vec![65536]);
+    assert_eq!(s.length, Length::Iters(5000));
+    // 64 KiB messages: perftest signals every WR.
+    assert_eq!((s.tx_depth, s.cq_mod, s.post_list, s.qps), (128, 1, 1, 1));
+    let s = Settings::resolve(Tool::WRITE_BW, &args(|a| a.size = Some(32))).unwrap();
+    assert_eq!(s.cq_mod, 100);
+    let s = Settings::resolve(Tool::READ_LAT, &args(|_| {})).unwrap();
+    assert_eq!((s.sizes[0], s.tx_depth, s.cq_mod), (2, 1, 1));
+    let s = Settings::resolve(Tool::SEND_BW, &args(|a| a.iters = Some(101))).unwrap();
+    // rx depth clamped to the iterations, then made even.
+    assert_eq!(s.rx_depth, 102);
+    let s = Settings::resolve(Tool::ATOMIC_BW, &args(|_| {})).unwrap();
+    assert_eq!((s.sizes[0], s.atomic), (8, AtomicType::FetchAndAdd));
+    let s = Settings::resolve(Tool::WRITE_BW, &args(|a| a.all = true)).unwrap();
+    assert_eq!((s.sizes.len(), s.sizes[0], s.alloc_size), (23, 2, MAX_SIZE));
+    let s = Settings::resolve(Tool::WRITE_BW, &args(|a| a.duration = Some(5))).unwrap();
+    assert_eq!(s.length, Length::Duration { secs: 5, margin: 1 });
+    assert!(s.no_peak);
+}
+
+#[test]
+fn post_list_rules() {
+    let s = Settings::resolve(
+        Tool::WRITE_BW,
+        &args(|a| {
+            a.size = Some(32);
+            a.post_list = Some(16);
+            a.iters = Some(1024);
+        }),
+    )
+    .unwrap();
+    assert_eq!(s.cq_mod, 16);
+    assert_eq!(s.notices.len(), 1);
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| {
+            a.post_list = Some(16);
+            a.size = Some(32);
+        }),
+        "Number of iterations must be a multiple of post list size"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| {
+            a.post_list = Some(16);
+            a.iters = Some(1024);
+            a.cq_mod = Some(5);
+        }),
+        "Post list size must be a multiple of CQ moderation"
+    );
+    assert_eq!(
+        err(Tool::WRITE_LAT, |a| a.post_list = Some(2)),
+        "Post list is supported in BW tests only"
+    );
+    assert!(err(Tool::WRITE_BW, |a| {
+        a.post_list = Some(32);
+        a.iters = Some(1024);
+        a.tx_depth = Some(16);
+    })
+    .starts_with("post list 32 is deeper than the send queue"));
+}
+
+#[test]
+fn refusals_name_what_perftest_refuses() {
+    assert_eq!(
+        err(Tool::ATOMIC_BW, |a| a.size = Some(16)),
+        "Message size cannot be changed for Atomic tests"
+    );
+    assert_eq!(
+        err(Tool::READ_BW, |a| a.inline_size = Some(16)),
+        "Inline feature not available on READ/Atomic verbs"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| a.connection = "UD".into()),
+        "UD connection only possible in SEND verb"
+    );
+    assert_eq!(
+        err(Tool::READ_BW, |a| a.connection = "UC".into()),
+        "UC connection not possible in READ/ATOMIC verbs"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| {
+            a.connection = "UC".into();
+            a.rdma_cm = true;
+        }),
+        "UC is not supported in librdmacm"
+    );
+    let uc = Settings::resolve(Tool::SEND_BW, &args(|a| a.connection = "UC".into())).unwrap();
+    assert_eq!((uc.qp_type, uc.rx_depth), (QpType::Uc, 1000));
+    assert_eq!(
+        err(Tool::WRITE_LAT, |a| a.qps = Some(2)),
+        "Multiple QPs only available on bw tests"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| a.iters = Some(3)),
+        "Iteration num should be between 5 and 100000000"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| a.outs = Some(4)),
+        "Setting Outstanding reads only available on READ verb"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| a.mtu = Some(1500)),
+        "Invalid MTU - 1500: choose from 256, 512, 1024, 2048, 4096"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| {
+            a.duration = Some(4);
+            a.margin = Some(2);
+        }),
+        "please check that DURATION > 2*MARGIN"
+    );
+}
