@@ -175,14 +175,18 @@ fn reaping_policy_is_checked() {
 
 #[test]
 fn perf_tools_refuse_what_perftest_refuses_by_exact_message() {
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 11] = [
         (
             &["send-bw", "--perform_warm_up"],
             "rdma-bench send-bw: --perform_warm_up acts in the write, read and atomic BW tests only",
         ),
         (
-            &["write-bw", "-b"],
-            "rdma-bench write-bw: perftest's -b/--bidirectional (bidirectional tests) is not implemented in rdma-bench write-bw yet",
+            &["write-bw", "-e"],
+            "rdma-bench write-bw: perftest's -e/--events (completion events) is not implemented in rdma-bench write-bw yet",
+        ),
+        (
+            &["write-lat", "-b"],
+            "rdma-bench write-lat: Bidirectional is only available in BW test",
         ),
         (
             &["send-lat", "--run_infinitely"],

@@ -265,6 +265,50 @@ fn lat_tools_against_perftest_both_ways() {
     }
 }
 
+/// `-b`: both sides post; each prints the sum of both directions, ours with perftest both ways.
+#[test]
+fn bidirectional_runs_sum_both_directions() {
+    for (t, server, client) in [
+        ("write-bw", Who::Ours, Who::Ours),
+        ("write-bw", Who::Perftest, Who::Ours),
+        ("read-bw", Who::Ours, Who::Perftest),
+        ("atomic-bw", Who::Perftest, Who::Ours),
+    ] {
+        let mut args = vec!["-b", "-n", "512"];
+        if t != "atomic-bw" {
+            args.extend(["-s", "64"]);
+        }
+        let (so, co) = pair(t, server, client, &args);
+        let (sr, cr) = (table(&so, BW_HEADER), table(&co, BW_HEADER));
+        assert_eq!((sr.len(), cr.len()), (1, 1), "{t}:\n{so}\n{co}");
+        // Both sides print the same sum (each its own plus the other's report).
+        assert_eq!(
+            (sr[0][0], sr[0][1]),
+            (cr[0][0], cr[0][1]),
+            "{t}:\n{so}\n{co}"
+        );
+        assert!((sr[0][3] - cr[0][3]).abs() <= 0.02, "{t}:\n{so}\n{co}");
+        for (who, out) in [(server, &so), (client, &co)] {
+            if who == Who::Ours {
+                assert!(out.contains(" Bidirectional BW Test"), "{out}");
+                assert!(table(out, BW_HEADER)[0][4] > 0.0, "{out}");
+            }
+        }
+    }
+    let (so, co) = pair(
+        "write-bw",
+        Who::Ours,
+        Who::Ours,
+        &["-b", "--report-both", "-n", "512"],
+    );
+    for out in [&so, &co] {
+        assert!(
+            out.contains("\n Local results: \n") && out.contains("\n Remote results: \n"),
+            "{out}"
+        );
+    }
+}
+
 /// `-c UC`: WRITE and SEND over unreliable connections, both ways against perftest.
 #[test]
 fn uc_runs_write_and_send_tools() {

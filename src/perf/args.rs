@@ -110,6 +110,12 @@ pub struct PerfArgs {
     /// The JSON file of --out_json
     #[arg(long = "out_json_file", value_name = "FILE")]
     pub out_json_file: Option<String>,
+    /// Both sides post at once (write, read and atomic BW tests); the table sums both directions
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
+    /// With -b, also print each side's own table after the summed one
+    #[arg(long = "report-both")]
+    pub report_both: bool,
     /// Post and reap one send queue of WRs per QP (one chain with -l) before measuring (write,
     /// read and atomic BW tests)
     #[arg(long = "perform_warm_up")]
@@ -156,7 +162,6 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
 /// by name rather than taken for something else or ignored.
 const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('z'), "comm_rdma_cm", "the exchange over RDMA CM"),
-    (Some('b'), "bidirectional", "bidirectional tests"),
     (Some('e'), "events", "completion events"),
     (Some('X'), "vector", "completion vectors"),
     (Some('g'), "mcg", "multicast"),
@@ -178,7 +183,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('P'), "client", "raw Ethernet"),
     (Some('v'), "mac_fwd", "raw Ethernet"),
     (None, "run_infinitely", "endless runs"),
-    (None, "report-both", "bidirectional tests"),
     (None, "cpu_util", "CPU utilisation"),
     (None, "dont_xchg_versions", "skipping the version exchange"),
     (None, "use-srq", "SRQs"),
@@ -259,12 +263,12 @@ mod tests {
     #[test]
     fn unimplemented_perftest_flags_are_refused_by_name() {
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let e = refuse_unimplemented(Tool::WRITE_BW, &v(&["-s", "8", "-b"]))
+        let e = refuse_unimplemented(Tool::WRITE_BW, &v(&["-s", "8", "-e"]))
             .unwrap_err()
             .to_string();
         assert_eq!(
             e,
-            "perftest's -b/--bidirectional (bidirectional tests) is not implemented in rdma-bench write-bw yet"
+            "perftest's -e/--events (completion events) is not implemented in rdma-bench write-bw yet"
         );
         let e = refuse_unimplemented(Tool::SEND_LAT, &v(&["--run_infinitely"]))
             .unwrap_err()

@@ -71,6 +71,9 @@ impl TestInfo<'_> {
         }
         match s.tool.test {
             Test::Bw => {
+                if s.duplex {
+                    t.push_str("Bidirectional ");
+                }
                 if s.post_list > 1 {
                     t.push_str("Post List ");
                 }
@@ -107,7 +110,7 @@ impl TestInfo<'_> {
         // Our MRs never ask for relaxed ordering, and we post with ibv_post_send.
         line(" PCIe relax order: OFF".into());
         line(" ibv_wr* API     : OFF".into());
-        if s.is_client {
+        if s.is_client || s.duplex {
             line(format!(" TX depth        : {}", s.tx_depth));
         }
         if s.post_list > 1 {
@@ -158,7 +161,7 @@ impl TestInfo<'_> {
             .str("Using_SRQ", "OFF")
             .str("PCIe_relax_order", "OFF")
             .str("ibv_wr_API", "OFF");
-        if s.is_client {
+        if s.is_client || s.duplex {
             j = j.int("TX_depth", u64::from(s.tx_depth));
         }
         if s.post_list > 1 {

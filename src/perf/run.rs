@@ -82,6 +82,9 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     s.sync(Wait::Setup)?;
     bw_header(s);
     let gbits = s.settings.gbits;
+    if s.settings.duplex {
+        return duplex_bw(s, rows);
+    }
     if !s.settings.is_client {
         // Passive: the client's WRs land in our memory; its report is what we print.
         s.sync(Wait::Test)?;
@@ -116,6 +119,54 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     println!("{RESULT_LINE}");
     s.sync(Wait::Setup)?;
     s.channel.exchange_bw_report(&report_of(&last))?;
+    let mine = s.my[0];
+    s.channel.close(&mine, s.with_gid)
+}
+
+/// `-b` for write-bw, read-bw, atomic-bw: both sides post, meeting before each size (and after
+/// it in a sweep), and each prints the sum of both directions, as perftest.
+fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+    let gbits = s.settings.gbits;
+    let sweep = s.settings.sizes.len() > 1;
+    for size in s.settings.sizes.clone() {
+        if s.settings.warm_up {
+            warm_up(s, size)?;
+        }
+        s.sync(Wait::Test)?;
+        let mine = post_side(s, size)?;
+        if sweep {
+            s.sync(Wait::Test)?;
+        }
+        let theirs = s.channel.exchange_bw_report(&report_of(&mine))?;
+        let both = BwRow {
+            size: mine.size,
+            iters: mine.iters,
+            peak: mine.peak + theirs.bw_peak,
+            avg: mine.avg + theirs.bw_avg,
+            msg_rate: mine.msg_rate + theirs.msg_rate,
+        };
+        println!("{}", bw_row(&both, gbits));
+        rows.push(bw_json(&both));
+        if s.settings.report_both && !sweep {
+            let theirs = BwRow {
+                size: theirs.size,
+                iters: theirs.iters,
+                peak: theirs.bw_peak,
+                avg: theirs.bw_avg,
+                msg_rate: theirs.msg_rate,
+            };
+            for (label, r) in [("Local", &mine), ("Remote", &theirs)] {
+                println!("{RESULT_LINE}");
+                println!("\n {label} results: ");
+                bw_header(s);
+                println!("{}", bw_row(r, gbits));
+            }
+        }
+        if stop_requested() {
+            break;
+        }
+    }
+    println!("{RESULT_LINE}");
     let mine = s.my[0];
     s.channel.close(&mine, s.with_gid)
 }

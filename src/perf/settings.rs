@@ -99,6 +99,10 @@ pub struct Settings {
     pub qp_type: QpType,
     /// Warm-up posts before each measured size.
     pub warm_up: bool,
+    /// `-b`: both sides post.
+    pub duplex: bool,
+    /// `--report-both`: each side's table too.
+    pub report_both: bool,
     /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
     pub notices: Vec<String>,
 }
@@ -170,6 +174,17 @@ impl Settings {
         }
         if (a.report_unsorted || a.report_cycles || a.report_histogram) && bw {
             return Err(refuse("-U, -C and -H are available only on latency tests"));
+        }
+        if a.bidirectional && !bw {
+            return Err(refuse("Bidirectional is only available in BW test"));
+        }
+        if a.bidirectional && verb == Verb::Send {
+            return Err(refuse(
+                "-b with send-bw is not implemented in rdma-bench yet (write, read and atomic are)",
+            ));
+        }
+        if a.report_both && !a.bidirectional {
+            return Err(refuse("--report-both prints each side of a -b run: add -b"));
         }
         if a.ib_port == 0 {
             return Err(refuse("IB Port can't be less than 1"));
@@ -338,7 +353,7 @@ impl Settings {
         let no_peak = a.no_peak
             || matches!(length, Length::Duration { .. })
             || matches!(length, Length::Iters(n) if bw && n * u64::from(qps) > PEAK_ITERS_LIMIT)
-            || (verb == Verb::Send && bw && a.server.is_none());
+            || (verb == Verb::Send && bw && a.server.is_none() && !a.bidirectional);
         Ok(Settings {
             tool,
             is_client: a.server.is_some(),
@@ -368,6 +383,8 @@ impl Settings {
             rdma_cm: a.rdma_cm,
             qp_type,
             warm_up: a.perform_warm_up,
+            duplex: a.bidirectional,
+            report_both: a.report_both,
         })
     }
 
