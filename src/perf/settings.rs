@@ -333,9 +333,10 @@ impl Settings {
             Some(i) => Some(in_range(i, 0, MAX_INLINE, "Max inline")?),
             None => None,
         };
+        // perftest reads 0 as "the device's maximum", as no -o at all.
         let out_reads_request = match a.outs {
+            Some(0) | None => None,
             Some(o) => Some(in_range(o, 1, 255, "Outstanding reads")?),
-            None => None,
         };
         let mtu = match a.mtu {
             None => None,
