@@ -190,7 +190,7 @@ fn perf_tools_refuse_what_perftest_refuses_by_exact_message() {
         ),
         (
             &["send-lat", "--run_infinitely"],
-            "rdma-bench send-lat: perftest's --run_infinitely (endless runs) is not implemented in rdma-bench send-lat yet",
+            "rdma-bench send-lat: run_infinitely exists only in BW tests for now.",
         ),
         (
             &["write-bw", "-s", "32", "-l", "16"],

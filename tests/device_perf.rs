@@ -508,31 +508,51 @@ fn an_old_peer_is_refused_by_version() {
     );
 }
 
-/// SIGINT in the middle: the client still prints what it measured, tells the server, and both
-/// leave; the interrupted side exits 130.
-#[test]
-fn an_interrupted_run_still_reports() {
+/// Runs a write-bw pair of ours, interrupts the client after `after`, and returns the client's
+/// and the server's tables; the client must exit 130 and the server 0.
+fn interrupted_pair(args: &[&str], after: Duration) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     let port = next_port();
-    let args = ["-s", "64", "-n", "100000000", "-N"];
-    let s = command(Who::Ours, "write-bw", &args, port, None)
+    let s = command(Who::Ours, "write-bw", args, port, None)
         .spawn()
         .unwrap();
     let ip = env("RDMA_BENCH_IP");
-    let c = command(Who::Ours, "write-bw", &args, port, Some(&ip))
+    let c = command(Who::Ours, "write-bw", args, port, Some(&ip))
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(after);
     // SAFETY: kill(2) on our own child's pid; `timeout` forwards the signal to the tool.
     unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
     let (c, s) = (wait(c), wait(s));
     assert_eq!(c.code, 130, "{}{}", c.out, c.err);
     assert_eq!(s.code, 0, "{}{}", s.out, s.err);
     let (cr, sr) = (table(&c.out, BW_HEADER), table(&s.out, BW_HEADER));
-    assert_eq!(cr.len(), 1, "{}", c.out);
-    assert!(
-        cr[0][1] > 0.0 && cr[0][1] < 1e8 && cr[0][3] > 0.0,
-        "{}",
-        c.out
-    );
-    assert_eq!(sr[0][1], cr[0][1], "{}\n{}", s.out, c.out);
+    assert_eq!(sr.len(), 1, "{}", s.out);
+    assert!(!cr.is_empty(), "{}", c.out);
+    // The server prints the client's last row.
+    assert_eq!(sr[0][1], cr.last().unwrap()[1], "{}\n{}", s.out, c.out);
+    (cr, sr)
+}
+
+/// SIGINT in the middle: the client still prints what it measured, tells the server, and both
+/// leave; the interrupted side exits 130.
+#[test]
+fn an_interrupted_run_still_reports() {
+    let args = ["-s", "64", "-n", "100000000", "-N"];
+    let (cr, _) = interrupted_pair(&args, Duration::from_secs(4));
+    assert_eq!(cr.len(), 1, "{cr:?}");
+    assert!(cr[0][1] > 0.0 && cr[0][1] < 1e8 && cr[0][3] > 0.0, "{cr:?}");
+}
+
+/// `--run_infinitely`: a row every `-D` seconds until Ctrl-C; the server then prints the last.
+#[test]
+fn run_infinitely_reports_every_window_until_stopped() {
+    let args = ["-s", "64", "--run_infinitely", "-D", "1"];
+    let (cr, _) = interrupted_pair(&args, Duration::from_millis(4500));
+    assert!(cr.len() >= 2, "{cr:?}");
+    for r in &cr {
+        assert!(
+            r[0] == 64.0 && r[1] > 0.0 && r[2] == 0.0 && r[4] > 0.0,
+            "{cr:?}"
+        );
+    }
 }

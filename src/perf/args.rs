@@ -110,6 +110,10 @@ pub struct PerfArgs {
     /// The JSON file of --out_json
     #[arg(long = "out_json_file", value_name = "FILE")]
     pub out_json_file: Option<String>,
+    /// Run until stopped, printing a row every -D seconds (5 by default) (write, read and
+    /// atomic BW tests)
+    #[arg(long = "run_infinitely")]
+    pub run_infinitely: bool,
     /// Both sides post at once (write, read and atomic BW tests); the table sums both directions
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
@@ -182,7 +186,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('Z'), "server", "raw Ethernet"),
     (Some('P'), "client", "raw Ethernet"),
     (Some('v'), "mac_fwd", "raw Ethernet"),
-    (None, "run_infinitely", "endless runs"),
     (None, "cpu_util", "CPU utilisation"),
     (None, "dont_xchg_versions", "skipping the version exchange"),
     (None, "use-srq", "SRQs"),
@@ -270,11 +273,11 @@ mod tests {
             e,
             "perftest's -e/--events (completion events) is not implemented in rdma-bench write-bw yet"
         );
-        let e = refuse_unimplemented(Tool::SEND_LAT, &v(&["--run_infinitely"]))
+        let e = refuse_unimplemented(Tool::SEND_LAT, &v(&["--cpu_util"]))
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("perftest's --run_infinitely (endless runs)"),
+            e.starts_with("perftest's --cpu_util (CPU utilisation)"),
             "{e}"
         );
         assert!(refuse_unimplemented(Tool::WRITE_BW, &v(&["-aF", "-s", "-5", "host"])).is_ok());

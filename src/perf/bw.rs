@@ -139,8 +139,11 @@ pub fn warm_up(s: &mut Session, size: u64) -> Result<()> {
     Ok(())
 }
 
-/// Runs one size on the posting side; returns its row (MB/s or Gb/s as set).
-pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
+/// Runs one size on the posting side; returns its row (MB/s or Gb/s as set). With
+/// `--run_infinitely` the `-D` window repeats until a stop request, each one's row handed to
+/// `interval` as it closes (WRs in flight carry over from one window to the next); the row
+/// returned is the last full window's.
+pub fn post_side(s: &mut Session, size: u64, mut interval: impl FnMut(&BwRow)) -> Result<BwRow> {
     let nq = s.qps.len();
     let mut batches = Vec::with_capacity(nq);
     for q in 0..nq {
@@ -170,10 +173,24 @@ pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
     let mut guard = StallGuard::new();
     let send_cq = std::sync::Arc::clone(s.qps[0].send_cq());
     let start = clock::now();
+    let ticks_per_s = clock::ticks_per_us() * 1e6;
+    let mut last_window = None;
     loop {
         if timed.is_some() {
             if !window.running() {
-                break;
+                if !st.infinite || stop_requested() {
+                    break;
+                }
+                let row = BwRow::average(
+                    size,
+                    window.sampled(),
+                    window.ticks(),
+                    ticks_per_s,
+                    st.gbits,
+                );
+                interval(&row);
+                last_window = Some(row);
+                window = SampledWindow::new(timed);
             }
         } else if ccnt.iter().all(|&c| c >= iters) {
             // Every QP's last (short) batch has completed: with several QPs the total alone
@@ -224,9 +241,8 @@ pub fn post_side(s: &mut Session, size: u64) -> Result<BwRow> {
         }
     }
     let end = clock::now();
-    let tpu = clock::ticks_per_us();
-    let ticks_per_s = tpu * 1e6;
     let row = match timed {
+        Some(_) if st.infinite => last_window.unwrap_or_default(),
         Some(_) => BwRow::average(
             size,
             window.sampled(),

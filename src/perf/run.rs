@@ -108,8 +108,13 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         if s.settings.warm_up {
             warm_up(s, size)?;
         }
-        let r = post_side(s, size)?;
-        println!("{}", bw_row(&r, gbits));
+        let infinite = s.settings.infinite;
+        let r = post_side(s, size, |r| {
+            println!("{}", bw_row(r, gbits));
+        })?;
+        if !infinite {
+            println!("{}", bw_row(&r, gbits));
+        }
         rows.push(bw_json(&r));
         last = r;
         if stop_requested() {
@@ -133,7 +138,7 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
             warm_up(s, size)?;
         }
         s.sync(Wait::Test)?;
-        let mine = post_side(s, size)?;
+        let mine = post_side(s, size, |_| {})?;
         if sweep {
             s.sync(Wait::Test)?;
         }
@@ -191,7 +196,7 @@ fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     for size in s.settings.sizes.clone() {
         let r = if s.settings.is_client {
             s.sync(Wait::Test)?;
-            post_side(s, size)?
+            post_side(s, size, |_| {})?
         } else {
             let (mut recvs, mut posted) = post_receives(s, size)?;
             s.sync(Wait::Test)?;

@@ -101,6 +101,8 @@ pub struct Settings {
     pub warm_up: bool,
     /// `-b`: both sides post.
     pub duplex: bool,
+    /// `--run_infinitely`: a row every `-D` seconds until stopped.
+    pub infinite: bool,
     /// `--report-both`: each side's table too.
     pub report_both: bool,
     /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
@@ -186,6 +188,21 @@ impl Settings {
         if a.report_both && !a.bidirectional {
             return Err(refuse("--report-both prints each side of a -b run: add -b"));
         }
+        if a.run_infinitely {
+            if !bw {
+                return Err(refuse("run_infinitely exists only in BW tests for now."));
+            }
+            if verb == Verb::Send || a.bidirectional {
+                return Err(refuse(
+                    "--run_infinitely with send-bw or -b is not implemented in rdma-bench yet",
+                ));
+            }
+            if a.iters.is_some() || a.all {
+                return Err(refuse(
+                    "--run_infinitely runs until stopped: drop -n and -a",
+                ));
+            }
+        }
         if a.ib_port == 0 {
             return Err(refuse("IB Port can't be less than 1"));
         }
@@ -238,12 +255,21 @@ impl Settings {
             vec![a.size.unwrap_or(default_size)]
         };
         let alloc_size = if a.all { MAX_SIZE } else { sizes[0] };
-        let length = match a.duration {
+        // --run_infinitely reports every -D seconds (5 by default), its windows without margins.
+        let duration = match (a.run_infinitely, a.duration) {
+            (true, None) => Some(5),
+            (_, d) => d,
+        };
+        let length = match duration {
             Some(0) => return Err(refuse("Duration period must be positive")),
             Some(secs) => {
                 // perftest's are C ints.
                 in_range(secs, 1, i32::MAX as u64, "Duration")?;
-                let margin = a.margin.unwrap_or(secs / 4);
+                let margin = if a.run_infinitely {
+                    0
+                } else {
+                    a.margin.unwrap_or(secs / 4)
+                };
                 in_range(margin, 0, i32::MAX as u64, "Margin")?;
                 if secs <= 2 * margin {
                     return Err(refuse("please check that DURATION > 2*MARGIN"));
@@ -385,6 +411,7 @@ impl Settings {
             qp_type,
             warm_up: a.perform_warm_up,
             duplex: a.bidirectional,
+            infinite: a.run_infinitely,
             report_both: a.report_both,
         })
     }
