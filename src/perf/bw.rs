@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::clock::{self, SampledWindow};
 use super::session::Session;
-use super::settings::{AtomicType, Length};
+use super::settings::AtomicType;
 use super::stats::{peak_ticks_per_msg, BwRow};
 use super::Verb;
 use crate::control::stop_requested;
@@ -156,10 +156,7 @@ pub fn post_side(s: &mut Session, size: u64, mut interval: impl FnMut(&BwRow)) -
         u64::from(st.tx_depth),
     );
     let inc = s.geo.inc(size);
-    let timed = match st.length {
-        Length::Duration { secs, margin } => Some((secs, margin)),
-        Length::Iters(_) => None,
-    };
+    let timed = st.window();
     let mut window = SampledWindow::new(timed);
     let iters = st.iters();
     let total = iters * nq as u64;
@@ -311,7 +308,7 @@ pub fn receive_side(
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
     let mut guard = StallGuard::new();
     let (mut rcnt, mut first, mut last) = (0u64, 0u64, 0u64);
-    let timed = matches!(st.length, Length::Duration { .. });
+    let timed = st.window().is_some();
     // Started at the first RECV, as perftest's receiver starts its clock.
     let mut window = SampledWindow::default();
     loop {
@@ -334,7 +331,7 @@ pub fn receive_side(
         let t = clock::now();
         if rcnt == 0 {
             first = t;
-            if let Length::Duration { secs, margin } = st.length {
+            if let Some((secs, margin)) = st.window() {
                 window.start(secs, margin);
             }
         }

@@ -6,7 +6,6 @@
 use super::bw::{op_of, StallGuard};
 use super::clock::{self, SampledWindow};
 use super::session::Session;
-use super::settings::Length;
 use super::Verb;
 use crate::control::stop_requested;
 use crate::error::Result;
@@ -55,14 +54,6 @@ fn finish(w: SampledWindow, posts: Vec<Stamp>) -> LatRun {
     }
 }
 
-/// The `-D` window of a latency run (inert for an iteration run).
-fn window_of(length: Length) -> SampledWindow {
-    SampledWindow::new(match length {
-        Length::Duration { secs, margin } => Some((secs, margin)),
-        Length::Iters(_) => None,
-    })
-}
-
 /// perftest's run_iter_lat_write for one size.
 pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
     let iters = s.settings.iters();
@@ -71,9 +62,8 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
     let post_byte = (s.geo.local(0) + size - 1) as usize;
     let poll_byte = (s.geo.exposed(0) + size - 1) as usize;
     let mr = std::sync::Arc::clone(&s.mr);
-    let timed = s.settings.length;
-    let dur = matches!(timed, Length::Duration { .. });
-    let mut clk = window_of(timed);
+    let dur = s.settings.window().is_some();
+    let mut clk = SampledWindow::new(s.settings.window());
     let mut posts = Vec::with_capacity(iters as usize);
     let (mut scnt, mut rcnt, mut ccnt) = (0u64, 0u64, 0u64);
     let qp = &mut s.qps[0];
@@ -117,8 +107,8 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
 pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
     let iters = s.settings.iters();
     let mut batch = single(s, size)?;
-    let dur = matches!(s.settings.length, Length::Duration { .. });
-    let mut clk = window_of(s.settings.length);
+    let dur = s.settings.window().is_some();
+    let mut clk = SampledWindow::new(s.settings.window());
     let mut posts = Vec::with_capacity(iters as usize);
     let qp = &mut s.qps[0];
     let cq = std::sync::Arc::clone(qp.send_cq());
@@ -151,8 +141,8 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
     let client = s.settings.is_client;
     let (cq_mod, rx_depth) = (u64::from(s.settings.cq_mod), u64::from(s.settings.rx_depth));
     let mut batch = single(s, size)?;
-    let dur = matches!(s.settings.length, Length::Duration { .. });
-    let mut clk = window_of(s.settings.length);
+    let dur = s.settings.window().is_some();
+    let mut clk = SampledWindow::new(s.settings.window());
     let mut posts = Vec::with_capacity(iters as usize);
     let qp = &mut s.qps[0];
     let send_cq = std::sync::Arc::clone(qp.send_cq());

@@ -72,6 +72,17 @@ fn report_of(r: &BwRow) -> BwReport {
     }
 }
 
+/// A peer's report as a table row.
+fn row_of(r: &BwReport) -> BwRow {
+    BwRow {
+        size: r.size,
+        iters: r.iters,
+        peak: r.bw_peak,
+        avg: r.bw_avg,
+        msg_rate: r.msg_rate,
+    }
+}
+
 /// write-bw, read-bw, atomic-bw: the client posts, the server waits for its report.
 fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     s.exchange_keys()?;
@@ -88,14 +99,7 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     if !s.settings.is_client {
         // Passive: the client's WRs land in our memory; its report is what we print.
         s.sync(Wait::Test)?;
-        let theirs = s.channel.exchange_bw_report(&BwReport::default())?;
-        let r = BwRow {
-            size: theirs.size,
-            iters: theirs.iters,
-            peak: theirs.bw_peak,
-            avg: theirs.bw_avg,
-            msg_rate: theirs.msg_rate,
-        };
+        let r = row_of(&s.channel.exchange_bw_report(&BwReport::default())?);
         println!("{}", bw_row(&r, gbits));
         rows.push(bw_json(&r));
         let mine = s.my[0];
@@ -142,24 +146,16 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         if sweep {
             s.sync(Wait::Test)?;
         }
-        let theirs = s.channel.exchange_bw_report(&report_of(&mine))?;
+        let theirs = row_of(&s.channel.exchange_bw_report(&report_of(&mine))?);
         let both = BwRow {
-            size: mine.size,
-            iters: mine.iters,
-            peak: mine.peak + theirs.bw_peak,
-            avg: mine.avg + theirs.bw_avg,
+            peak: mine.peak + theirs.peak,
+            avg: mine.avg + theirs.avg,
             msg_rate: mine.msg_rate + theirs.msg_rate,
+            ..mine
         };
         println!("{}", bw_row(&both, gbits));
         rows.push(bw_json(&both));
         if s.settings.report_both && !sweep {
-            let theirs = BwRow {
-                size: theirs.size,
-                iters: theirs.iters,
-                peak: theirs.bw_peak,
-                avg: theirs.bw_avg,
-                msg_rate: theirs.msg_rate,
-            };
             for (label, r) in [("Local", &mine), ("Remote", &theirs)] {
                 println!("{RESULT_LINE}");
                 println!("\n {label} results: ");

@@ -416,6 +416,14 @@ impl Settings {
         })
     }
 
+    /// `(secs, margin)` of a `-D` run; None for an iteration run.
+    pub fn window(&self) -> Option<(u64, u64)> {
+        match self.length {
+            Length::Duration { secs, margin } => Some((secs, margin)),
+            Length::Iters(_) => None,
+        }
+    }
+
     /// Iterations per QP of an iteration run (0 for a duration run).
     pub fn iters(&self) -> u64 {
         match self.length {
