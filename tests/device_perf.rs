@@ -330,6 +330,42 @@ fn uc_runs_write_and_send_tools() {
     }
 }
 
+/// `-c UD`: datagram SENDs through address handles, both ways against perftest; a size above
+/// the MTU shrinks to it when not asked for, as perftest's does.
+#[test]
+fn ud_runs_the_send_tools() {
+    for (server, client) in [
+        (Who::Ours, Who::Ours),
+        (Who::Perftest, Who::Ours),
+        (Who::Ours, Who::Perftest),
+    ] {
+        run_bw("send-bw", server, client, &["-c", "UD"]);
+        let (so, co) = pair(
+            "send-lat",
+            server,
+            client,
+            &["-c", "UD", "-n", "100", "-s", "8"],
+        );
+        check_lat("send-lat", &so, &co, &[8], 100);
+        assert!(co.contains(" Connection type : UD"), "{co}");
+    }
+    // The default 64 KiB becomes the MTU on both sides, ours with perftest's client.
+    let (so, co) = pair(
+        "send-bw",
+        Who::Ours,
+        Who::Perftest,
+        &["-c", "UD", "-q", "2"],
+    );
+    let (sr, cr) = (table(&so, BW_HEADER), table(&co, BW_HEADER));
+    let mtu = sr[0][0];
+    assert!(
+        [256.0, 512.0, 1024.0, 2048.0, 4096.0].contains(&mtu),
+        "{so}"
+    );
+    assert_eq!((sr[0][0], sr[0][1]), (cr[0][0], cr[0][1]), "{so}\n{co}");
+    assert!(sr[0][4] > 0.0, "{so}");
+}
+
 /// `-R`: the QPs connected through RDMA CM and the exchange over an RDMA CM QP, ours against
 /// ours and against perftest both ways.
 #[test]

@@ -41,7 +41,7 @@ fn single(s: &mut Session, size: u64) -> Result<SendBatch> {
         rkey: s.rem[0].rkey,
         len: 0,
     });
-    let mut b = SendBatch::new(&mut s.qps[0], &s.mr, spec, remote)?;
+    let mut b = s.send_batch(0, spec, remote)?;
     b.set_signaled(0, true);
     Ok(b)
 }
@@ -127,8 +127,7 @@ pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
 
 /// Posts the `rx_depth` RECVs of a send-lat size (before the size's handshake, as perftest).
 pub fn send_receives(s: &mut Session, size: u64) -> Result<RecvBatch> {
-    let off = s.geo.exposed(0) as usize;
-    let mut r = RecvBatch::new(&mut s.qps[0], &s.mr, 1, size as u32, off, 0)?;
+    let mut r = s.recv_batch(0, size)?;
     for _ in 0..s.settings.rx_depth {
         r.post(&mut s.qps[0], 1)?;
     }

@@ -1,7 +1,12 @@
 //! perftest's buffer layout: one MR of `2 · nq · INC(BUFF)` bytes, where BUFF = max(size, page)
 //! for the largest size of the run and INC rounds up to a cache line. QP `i` sends from offset
 //! `i · BUFF` and exposes `(nq + i) · BUFF` to its peer (WRITE target, READ source, atomic
-//! counter, RECV buffer); a BW stream cycles through the page a cache line at a time.
+//! counter, RECV buffer); a BW stream cycles through the page a cache line at a time. Over UD
+//! a RECV also takes the 40-byte GRH, placed so that the payload starts a cache line into the
+//! exposed buffer, and the MR grows by a line to make room for it.
+
+/// Bytes a UD RECV holds before the payload (the GRH, or RoCE v2's IP header in its tail).
+pub const GRH: u64 = 40;
 
 /// perftest's buffer geometry, from the page and cache-line sizes both sides agreed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +19,8 @@ pub struct Geometry {
     pub buff: u64,
     /// QPs.
     pub nq: u64,
+    /// UD: RECVs carry a GRH.
+    pub ud: bool,
 }
 
 impl Geometry {
@@ -24,7 +31,13 @@ impl Geometry {
             line,
             buff: alloc_size.max(cycle),
             nq,
+            ud: false,
         }
+    }
+
+    /// The same layout for UD QPs, whose RECVs take a GRH first.
+    pub fn for_ud(self) -> Geometry {
+        Geometry { ud: true, ..self }
     }
 
     /// perftest's INC: `size` rounded up to a cache line, at least one line.
@@ -52,9 +65,23 @@ impl Geometry {
         (self.nq + i) * self.buff
     }
 
+    /// Where QP `i` receives a `size`-byte message, and how many bytes its RECV takes: the
+    /// exposed buffer, or over UD the GRH and then the payload from one line in.
+    pub fn recv_slot(&self, i: u64, size: u64) -> (u64, u64) {
+        if self.ud {
+            (self.exposed(i) + self.grh_room() - GRH, size + GRH)
+        } else {
+            (self.exposed(i), size)
+        }
+    }
+
+    fn grh_room(&self) -> u64 {
+        self.line.max(GRH)
+    }
+
     /// Bytes of the MR.
     pub fn mr_len(&self) -> u64 {
-        self.inc(self.buff) * 2 * self.nq
+        self.inc(self.buff) * 2 * self.nq + if self.ud { self.grh_room() } else { 0 }
     }
 }
 
@@ -97,5 +124,19 @@ mod tests {
             (524288, 262144, 458752)
         );
         assert_eq!(mtu_bytes(3), 1024);
+    }
+
+    #[test]
+    fn ud_receives_leave_room_for_the_grh() {
+        let g = Geometry::new(4096, 64, 4096, 2).for_ud();
+        // The payload starts one line into the exposed buffer, the GRH just before it.
+        assert_eq!(g.recv_slot(1, 4096), (3 * 4096 + 24, 4136));
+        // The last QP's largest RECV ends inside the MR.
+        let (off, len) = g.recv_slot(1, 4096);
+        assert_eq!(off + len, g.mr_len());
+        assert_eq!(
+            Geometry::new(4096, 64, 4096, 2).recv_slot(1, 8),
+            (3 * 4096, 8)
+        );
     }
 }

@@ -6,7 +6,6 @@ use super::settings::{AtomicType, Settings};
 use super::stats::{BwRow, LatencyStats};
 use super::{Test, Verb};
 use crate::stats::JsonObject;
-use crate::verbs::QpType;
 
 /// perftest's RESULT_LINE.
 pub const RESULT_LINE: &str =
@@ -41,14 +40,6 @@ pub struct TestInfo<'a> {
     pub inline: u32,
     /// Outstanding reads in effect.
     pub out_reads: u32,
-}
-
-fn transport_name(t: QpType) -> &'static str {
-    match t {
-        QpType::Rc => "RC",
-        QpType::Uc => "UC",
-        QpType::Ud => "UD",
-    }
 }
 
 fn verb_name(v: Verb) -> &'static str {
@@ -105,7 +96,7 @@ impl TestInfo<'_> {
         ));
         line(format!(
             " Connection type : {}\t\tUsing SRQ      : OFF",
-            transport_name(s.qp_type)
+            s.qp_type.name()
         ));
         // Our MRs never ask for relaxed ordering, and we post with ibv_post_send.
         line(" PCIe relax order: OFF".into());
@@ -157,7 +148,7 @@ impl TestInfo<'_> {
             .str("Device", self.device)
             .int("Number_of_qps", u64::from(s.qps))
             .str("Transport_type", "IB")
-            .str("Connection_type", transport_name(s.qp_type))
+            .str("Connection_type", s.qp_type.name())
             .str("Using_SRQ", "OFF")
             .str("PCIe_relax_order", "OFF")
             .str("ibv_wr_API", "OFF");

@@ -14,10 +14,11 @@ use super::report::{address_lines, TestInfo, WAITING_BANNER};
 use super::settings::Settings;
 use super::{Test, Verb};
 use crate::error::{Error, Result};
+use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
 use crate::mem::{HugeBuffer, HugePolicy, Placement};
 use crate::verbs::{
-    Access, CompletionQueue, ConnectParams, LinkLayer, MemoryRegion, Port, ProtectionDomain,
-    QpCaps, QpInfo, QueuePair,
+    Access, AddressHandle, CompletionQueue, ConnectParams, LinkLayer, MemoryRegion, Port,
+    ProtectionDomain, QpCaps, QpInfo, QpType, QueuePair,
 };
 
 /// Mellanox's PCI vendor id: the devices perftest knows inline defaults for.
@@ -41,6 +42,8 @@ pub struct Session {
     pub my: Vec<Dest>,
     /// The peer's QPs.
     pub rem: Vec<Dest>,
+    /// UD: one address handle per QP, to the peer's QP of the same index.
+    ahs: Vec<Arc<AddressHandle>>,
     /// Key messages carry GIDs (RoCE, or `-x`).
     pub with_gid: bool,
     /// Inline limit in effect.
@@ -61,7 +64,7 @@ pub struct Session {
 impl Session {
     /// Opens the device, reaches the peer, agrees on versions, page size and MTU, and makes the
     /// QPs and the MR; prints perftest's banner and information block on the way.
-    pub fn open(settings: Settings, a: &PerfArgs) -> Result<Session> {
+    pub fn open(mut settings: Settings, a: &PerfArgs) -> Result<Session> {
         let tool = settings.tool;
         // With -R the route to the server names the device, and the exchange runs over RDMA
         // CM; otherwise the device comes first (a bad -d fails before any peer is bothered).
@@ -129,14 +132,20 @@ impl Session {
         let (page, line) = local_page_and_line();
         let (cycle, line) = channel.exchange_sys_data(page, line)?;
         let mtu = channel.exchange_mtu(local_mtu)?;
+        if let Some(n) = settings.fit_ud_to_mtu(u64::from(mtu_bytes(mtu)))? {
+            notices.push(n);
+        }
 
         let nq = settings.qps;
-        let geo = Geometry::new(
+        let mut geo = Geometry::new(
             u64::from(cycle),
             u64::from(line),
             settings.alloc_size,
             u64::from(nq),
         );
+        if settings.qp_type == QpType::Ud {
+            geo = geo.for_ud();
+        }
         let pd = ProtectionDomain::new(ctx)?;
         let send_cq = CompletionQueue::new(ctx, settings.tx_depth * nq)?;
         let recv_cq = CompletionQueue::new(ctx, settings.rx_depth * nq)?;
@@ -212,6 +221,7 @@ impl Session {
             geo,
             my,
             rem: Vec::new(),
+            ahs: Vec::new(),
             with_gid,
             inline,
             out_reads,
@@ -293,6 +303,12 @@ impl Session {
                 buf_size: 0,
                 rkey: r.rkey,
             };
+            if qp.qp_type() == QpType::Ud {
+                // UD QPs are ready already; a SEND names its peer through an AH.
+                self.ahs
+                    .push(AddressHandle::new(qp.pd(), &self.port, &remote)?);
+                continue;
+            }
             let p = ConnectParams {
                 path_mtu: Some(self.mtu),
                 max_rd_atomic: r.out_reads.clamp(1, dev_reads) as u8,
@@ -303,6 +319,27 @@ impl Session {
             qp.connect_with(&remote, &p)?;
         }
         Ok(())
+    }
+
+    /// QP `q`'s batch of `spec`: to the peer's QP `q` (its buffer `remote` for RDMA), or over
+    /// UD through the QP's address handle.
+    pub fn send_batch(
+        &mut self,
+        q: usize,
+        spec: SendSpec,
+        remote: Option<Remote>,
+    ) -> Result<SendBatch> {
+        let (qp, mr) = (&mut self.qps[q], &self.mr);
+        match self.ahs.get(q) {
+            Some(ah) => SendBatch::new_ud(qp, mr, spec, ah, self.rem[q].qpn),
+            None => SendBatch::new(qp, mr, spec, remote),
+        }
+    }
+
+    /// QP `q`'s RECV of a `size`-byte message (with room for the GRH over UD).
+    pub fn recv_batch(&mut self, q: usize, size: u64) -> Result<RecvBatch> {
+        let (off, len) = self.geo.recv_slot(q as u64, size);
+        RecvBatch::new(&mut self.qps[q], &self.mr, 1, len as u32, off as usize, 0)
     }
 
     /// The local (`remote` false) or remote address lines.

@@ -13,6 +13,8 @@ pub const MAX_SIZE: u64 = 8 << 20;
 const ITERS_RANGE: (u64, u64) = (5, 100_000_000);
 /// perftest's largest inline request (MAX_INLINE).
 const MAX_INLINE: u64 = 912;
+/// perftest's largest inline request over UD (MAX_INLINE_UD).
+const MAX_INLINE_UD: u64 = 884;
 /// perftest turns off the peak for iteration runs longer than this (its tposted/tcompleted
 /// arrays would be large).
 const PEAK_ITERS_LIMIT: u64 = 20_000;
@@ -61,6 +63,8 @@ pub struct Settings {
     pub sizes: Vec<u64>,
     /// The size buffers are laid out for (the largest of `sizes`).
     pub alloc_size: u64,
+    /// `-s` was given (over UD a larger size than the MTU is then an error, not clamped).
+    pub explicit_size: bool,
     /// Iterations or duration.
     pub length: Length,
     /// Send queue depth.
@@ -95,7 +99,7 @@ pub struct Settings {
     pub json_file: Option<String>,
     /// `-R`: QPs and exchange through RDMA CM.
     pub rdma_cm: bool,
-    /// RC or UC.
+    /// RC, UC or UD.
     pub qp_type: QpType,
     /// Warm-up posts before each measured size.
     pub warm_up: bool,
@@ -142,9 +146,13 @@ impl Settings {
                 if verb != Verb::Send {
                     return Err(refuse("UD connection only possible in SEND verb"));
                 }
-                return Err(refuse(
-                    "-c UD is not implemented in rdma-bench yet (RC and UC are)",
-                ));
+                if a.rdma_cm {
+                    return Err(refuse(
+                        "-c UD with -R is not implemented in rdma-bench yet (UD over the TCP \
+                         exchange is, and RC with -R)",
+                    ));
+                }
+                QpType::Ud
             }
             other => {
                 return Err(Error::config(format!(
@@ -310,7 +318,7 @@ impl Settings {
                 rx_depth = rx_depth.min(n as u32);
             }
             // An unreliable SEND finds a RECV or is lost: perftest posts them all up front.
-            if qp_type == QpType::Uc && a.rx_depth.is_none() {
+            if qp_type != QpType::Rc && a.rx_depth.is_none() {
                 rx_depth = n.min(16000) as u32;
             }
             if post_list > 1 && n % u64::from(post_list) != 0 {
@@ -329,7 +337,7 @@ impl Settings {
             Some(q) => in_range(q, 1, 1024, "CQ moderation")?,
             None => 100,
         };
-        if sizes[0] > 8192 && !a.all {
+        if sizes[0] > 8192 && !a.all && qp_type != QpType::Ud {
             if a.cq_mod.is_none() {
                 cq_mod = 1;
             } else if cq_mod > 1 {
@@ -356,6 +364,13 @@ impl Settings {
             rx_depth += 1;
         }
         let inline_request = match a.inline_size {
+            Some(i) if qp_type == QpType::Ud && i > MAX_INLINE_UD => {
+                in_range(i, 0, MAX_INLINE, "Max inline")?;
+                notices.push(format!(
+                    "Setting inline size to {MAX_INLINE_UD} (Max inline size in UD)"
+                ));
+                Some(MAX_INLINE_UD as u32)
+            }
             Some(i) => Some(in_range(i, 0, MAX_INLINE, "Max inline")?),
             None => None,
         };
@@ -386,6 +401,7 @@ impl Settings {
             is_client: a.server.is_some(),
             sizes,
             alloc_size,
+            explicit_size: a.size.is_some(),
             length,
             tx_depth,
             rx_depth,
@@ -414,6 +430,26 @@ impl Settings {
             infinite: a.run_infinitely,
             report_both: a.report_both,
         })
+    }
+
+    /// Over UD a message must fit the path MTU (`mtu` bytes): a sweep stops there and a default
+    /// size shrinks to it (with perftest's notice); a larger `-s` is refused.
+    pub fn fit_ud_to_mtu(&mut self, mtu: u64) -> Result<Option<String>> {
+        if self.qp_type != QpType::Ud || self.alloc_size <= mtu {
+            return Ok(None);
+        }
+        if self.explicit_size {
+            return Err(refuse("Max message size in UD cannot be greater than MTU"));
+        }
+        if self.sizes.len() > 1 {
+            self.sizes.retain(|&s| s <= mtu);
+        } else {
+            self.sizes = vec![mtu];
+        }
+        self.alloc_size = mtu;
+        Ok(Some(format!(
+            " Max msg size in UD is MTU {mtu}\n Changing to this MTU"
+        )))
     }
 
     /// `(secs, margin)` of a `-D` run; None for an iteration run.

@@ -131,3 +131,43 @@ fn refusals_name_what_perftest_refuses() {
         "please check that DURATION > 2*MARGIN"
     );
 }
+
+#[test]
+fn ud_follows_perftests_rules() {
+    let ud = |f: fn(&mut PerfArgs)| {
+        Settings::resolve(
+            Tool::SEND_BW,
+            &args(|a| {
+                a.connection = "UD".into();
+                f(a);
+            }),
+        )
+    };
+    let s = ud(|_| {}).unwrap();
+    // All RECVs up front; the large-message CQ moderation rule skips UD.
+    assert_eq!((s.qp_type, s.rx_depth, s.cq_mod), (QpType::Ud, 1000, 100));
+    let s = ud(|a| a.inline_size = Some(900)).unwrap();
+    assert_eq!(s.inline_request, Some(884));
+    assert!(s.notices[0].contains("Setting inline size to 884"));
+    assert!(ud(|a| a.rdma_cm = true)
+        .unwrap_err()
+        .to_string()
+        .contains("-c UD with -R is not implemented"));
+
+    // The default size shrinks to the MTU, a sweep stops at it, a larger -s is refused.
+    let mut s = ud(|_| {}).unwrap();
+    let notice = s.fit_ud_to_mtu(1024).unwrap().unwrap();
+    assert_eq!((s.sizes.clone(), s.alloc_size), (vec![1024], 1024));
+    assert!(notice.contains("Max msg size in UD is MTU 1024"));
+    let mut s = ud(|a| a.all = true).unwrap();
+    s.fit_ud_to_mtu(1024).unwrap();
+    assert_eq!(s.sizes.last(), Some(&1024));
+    assert_eq!(s.sizes.len(), 10);
+    let mut s = ud(|a| a.size = Some(2048)).unwrap();
+    assert_eq!(
+        s.fit_ud_to_mtu(1024).unwrap_err().to_string(),
+        "Max message size in UD cannot be greater than MTU"
+    );
+    let mut s = ud(|a| a.size = Some(512)).unwrap();
+    assert_eq!(s.fit_ud_to_mtu(1024).unwrap(), None);
+}

@@ -26,6 +26,15 @@ pub enum QpType {
 }
 
 impl QpType {
+    /// The transport's usual name: RC, UC or UD.
+    pub fn name(self) -> &'static str {
+        match self {
+            QpType::Rc => "RC",
+            QpType::Uc => "UC",
+            QpType::Ud => "UD",
+        }
+    }
+
     fn raw(self) -> u32 {
         match self {
             QpType::Rc => sys::ibv_qp_type::IBV_QPT_RC,
