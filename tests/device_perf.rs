@@ -273,6 +273,9 @@ fn bidirectional_runs_sum_both_directions() {
         ("write-bw", Who::Perftest, Who::Ours),
         ("read-bw", Who::Ours, Who::Perftest),
         ("atomic-bw", Who::Perftest, Who::Ours),
+        ("send-bw", Who::Ours, Who::Ours),
+        ("send-bw", Who::Perftest, Who::Ours),
+        ("send-bw", Who::Ours, Who::Perftest),
     ] {
         let mut args = vec!["-b", "-n", "512"];
         if t != "atomic-bw" {
@@ -364,6 +367,16 @@ fn ud_runs_the_send_tools() {
     );
     assert_eq!((sr[0][0], sr[0][1]), (cr[0][0], cr[0][1]), "{so}\n{co}");
     assert!(sr[0][4] > 0.0, "{so}");
+    // Both directions at once over UD, with perftest's client.
+    let (so, co) = pair(
+        "send-bw",
+        Who::Ours,
+        Who::Perftest,
+        &["-c", "UD", "-b", "-s", "64", "-n", "512"],
+    );
+    let (sr, cr) = (table(&so, BW_HEADER), table(&co, BW_HEADER));
+    assert_eq!((sr[0][0], sr[0][1]), (64.0, 512.0), "{so}");
+    assert!((sr[0][3] - cr[0][3]).abs() <= 0.02, "{so}\n{co}");
 }
 
 /// `-R`: the QPs connected through RDMA CM and the exchange over an RDMA CM QP, ours against
@@ -546,15 +559,13 @@ fn an_old_peer_is_refused_by_version() {
     );
 }
 
-/// Runs a write-bw pair of ours, interrupts the client after `after`, and returns the client's
-/// and the server's tables; the client must exit 130 and the server 0.
-fn interrupted_pair(args: &[&str], after: Duration) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+/// Runs a `tool` pair of ours and interrupts the client after `after`; the client must exit
+/// 130 and the server 0. Returns the client's and the server's tables.
+fn interrupted(tool: &str, args: &[&str], after: Duration) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     let port = next_port();
-    let s = command(Who::Ours, "write-bw", args, port, None)
-        .spawn()
-        .unwrap();
+    let s = command(Who::Ours, tool, args, port, None).spawn().unwrap();
     let ip = env("RDMA_BENCH_IP");
-    let c = command(Who::Ours, "write-bw", args, port, Some(&ip))
+    let c = command(Who::Ours, tool, args, port, Some(&ip))
         .spawn()
         .unwrap();
     std::thread::sleep(after);
@@ -564,10 +575,15 @@ fn interrupted_pair(args: &[&str], after: Duration) -> (Vec<Vec<f64>>, Vec<Vec<f
     assert_eq!(c.code, 130, "{}{}", c.out, c.err);
     assert_eq!(s.code, 0, "{}{}", s.out, s.err);
     let (cr, sr) = (table(&c.out, BW_HEADER), table(&s.out, BW_HEADER));
-    assert_eq!(sr.len(), 1, "{}", s.out);
-    assert!(!cr.is_empty(), "{}", c.out);
-    // The server prints the client's last row.
-    assert_eq!(sr[0][1], cr.last().unwrap()[1], "{}\n{}", s.out, c.out);
+    assert!(!cr.is_empty() && !sr.is_empty(), "{}\n{}", s.out, c.out);
+    (cr, sr)
+}
+
+/// A write-bw pair interrupted: the server prints the client's last row.
+fn interrupted_pair(args: &[&str], after: Duration) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let (cr, sr) = interrupted("write-bw", args, after);
+    assert_eq!(sr.len(), 1, "{sr:?}");
+    assert_eq!(sr[0][1], cr.last().unwrap()[1], "{sr:?}\n{cr:?}");
     (cr, sr)
 }
 
@@ -581,16 +597,20 @@ fn an_interrupted_run_still_reports() {
     assert!(cr[0][1] > 0.0 && cr[0][1] < 1e8 && cr[0][3] > 0.0, "{cr:?}");
 }
 
-/// `--run_infinitely`: a row every `-D` seconds until Ctrl-C; the server then prints the last.
+/// `--run_infinitely`: a row every `-D` seconds until Ctrl-C; write-bw's server then prints the
+/// client's last, send-bw's prints its own as it goes and ends when the client has stopped.
 #[test]
 fn run_infinitely_reports_every_window_until_stopped() {
     let args = ["-s", "64", "--run_infinitely", "-D", "1"];
     let (cr, _) = interrupted_pair(&args, Duration::from_millis(4500));
-    assert!(cr.len() >= 2, "{cr:?}");
-    for r in &cr {
-        assert!(
-            r[0] == 64.0 && r[1] > 0.0 && r[2] == 0.0 && r[4] > 0.0,
-            "{cr:?}"
-        );
+    let (scr, ssr) = interrupted("send-bw", &args, Duration::from_millis(4500));
+    for rows in [&cr, &scr, &ssr] {
+        assert!(rows.len() >= 2, "{rows:?}");
+        for r in rows.iter() {
+            assert!(
+                r[0] == 64.0 && r[1] > 0.0 && r[2] == 0.0 && r[4] > 0.0,
+                "{rows:?}"
+            );
+        }
     }
 }

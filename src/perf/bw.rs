@@ -10,6 +10,7 @@
 use std::time::{Duration, Instant};
 
 use super::clock::{self, SampledWindow};
+use super::receives::Receives;
 use super::session::Session;
 use super::settings::AtomicType;
 use super::stats::{peak_ticks_per_msg, BwRow};
@@ -20,12 +21,9 @@ use crate::hot::{poll_exact, PollTimeout, Remote, SendBatch, SendSpec};
 use crate::verbs::{Op, WorkCompletion};
 
 /// perftest polls up to this many completions at once (CTX_POLL_BATCH).
-const POLL_BATCH: usize = 16;
+pub(super) const POLL_BATCH: usize = 16;
 /// Without any completion for this long, the run has failed.
 const STALL: Duration = Duration::from_secs(10);
-/// Over UC and UD a receiver that has heard nothing for this long once SENDs flowed takes the
-/// rest as lost (a SEND that finds no RECV is dropped): it reports what arrived.
-const LOSS_QUIET: Duration = Duration::from_secs(2);
 
 /// The operation of a test's WRs.
 pub fn op_of(verb: Verb, atomic: AtomicType) -> Op {
@@ -152,7 +150,16 @@ pub fn warm_up(s: &mut Session, size: u64) -> Result<()> {
 /// `--run_infinitely` the `-D` window repeats until a stop request, each one's row handed to
 /// `interval` as it closes (WRs in flight carry over from one window to the next); the row
 /// returned is the last full window's.
-pub fn post_side(s: &mut Session, size: u64, mut interval: impl FnMut(&BwRow)) -> Result<BwRow> {
+///
+/// With `rx` (send-bw `-b`, perftest's run_iter_bi) the loop also reaps and reposts the peer's
+/// SENDs, and runs until both directions are done; the server starts posting at its first
+/// RECV, so that the client's RECVs are surely up. The row is this side's SENDs.
+pub fn post_side(
+    s: &mut Session,
+    size: u64,
+    mut rx: Option<&mut Receives>,
+    mut interval: impl FnMut(&BwRow),
+) -> Result<BwRow> {
     let nq = s.qps.len();
     let mut batches = Vec::with_capacity(nq);
     for q in 0..nq {
@@ -187,18 +194,12 @@ pub fn post_side(s: &mut Session, size: u64, mut interval: impl FnMut(&BwRow)) -
                 if !st.infinite || stop_requested() {
                     break;
                 }
-                let row = BwRow::average(
-                    size,
-                    window.sampled(),
-                    window.ticks(),
-                    ticks_per_s,
-                    st.gbits,
-                );
+                let row = BwRow::of_window(size, &window, st.gbits);
                 interval(&row);
                 last_window = Some(row);
                 window = SampledWindow::new(timed);
             }
-        } else if ccnt.iter().all(|&c| c >= iters) {
+        } else if ccnt.iter().all(|&c| c >= iters) && rx.as_ref().is_none_or(|r| r.rcnt >= total) {
             // Every QP's last (short) batch has completed: with several QPs the total alone
             // could be reached with one QP's completion still in the CQ, to be miscounted by
             // the next size.
@@ -206,6 +207,18 @@ pub fn post_side(s: &mut Session, size: u64, mut interval: impl FnMut(&BwRow)) -
         }
         if stop_requested() {
             break;
+        }
+        let mut arrived = 0;
+        if let Some(r) = rx.as_deref_mut() {
+            arrived = r.poll(s)?;
+            // A -D row counts both directions, as perftest's (it prints no sum then).
+            window.count(arrived);
+            if r.rcnt == 0 && !st.is_client {
+                if arrived == 0 {
+                    guard.idle("SEND from the peer")?;
+                }
+                continue;
+            }
         }
         for (q, (batch, slots)) in batches.iter_mut().enumerate() {
             let qp = &mut s.qps[q];
@@ -230,7 +243,13 @@ pub fn post_side(s: &mut Session, size: u64, mut interval: impl FnMut(&BwRow)) -
             }
         }
         let n = send_cq.poll(&mut wcs)?;
-        if n == 0 {
+        if n == 0 && arrived == 0 {
+            if let Some(r) = rx.as_deref_mut() {
+                let sent = ccnt.iter().all(|&c| c >= iters);
+                if timed.is_none() && sent && r.gave_up(total, s) {
+                    break;
+                }
+            }
             guard.idle("completion")?;
             continue;
         }
@@ -249,13 +268,7 @@ pub fn post_side(s: &mut Session, size: u64, mut interval: impl FnMut(&BwRow)) -
     let end = clock::now();
     let row = match timed {
         Some(_) if st.infinite => last_window.unwrap_or_default(),
-        Some(_) => BwRow::average(
-            size,
-            window.sampled(),
-            window.ticks(),
-            ticks_per_s,
-            st.gbits,
-        ),
+        Some(_) => BwRow::of_window(size, &window, st.gbits),
         None => {
             let done = totccnt.min(total);
             let ticks = if stamps && done > 0 {
@@ -276,110 +289,4 @@ pub fn post_side(s: &mut Session, size: u64, mut interval: impl FnMut(&BwRow)) -
         }
     };
     Ok(row)
-}
-
-/// Posts each QP's first `rx_depth` RECVs for `size`-byte messages (perftest's
-/// ctx_set_recv_wqes); returns the batches and how many each QP has posted.
-pub fn post_receives(s: &mut Session, size: u64) -> Result<(Vec<crate::hot::RecvBatch>, Vec<u64>)> {
-    let nq = s.qps.len();
-    let mut recvs = Vec::with_capacity(nq);
-    for q in 0..nq {
-        let mut r = s.recv_batch(q, size)?;
-        for _ in 0..s.settings.rx_depth {
-            r.post(&mut s.qps[q], 1)?;
-        }
-        recvs.push(r);
-    }
-    Ok((recvs, vec![u64::from(s.settings.rx_depth); nq]))
-}
-
-/// Runs one size on the receiving side of send-bw (perftest's run_iter_bw_server): counts
-/// RECVs from the first to the last, reposting while more are due. Peak is never computed.
-pub fn receive_side(
-    s: &mut Session,
-    size: u64,
-    recvs: &mut [crate::hot::RecvBatch],
-    posted: &mut [u64],
-) -> Result<BwRow> {
-    let st = s.settings.clone();
-    let nq = s.qps.len();
-    let iters = st.iters();
-    let total = iters * nq as u64;
-    let qpns: Vec<u32> = s.qps.iter().map(|q| q.qp_num()).collect();
-    let recv_cq = std::sync::Arc::clone(s.qps[0].recv_cq());
-    let mut wcs = [WorkCompletion::default(); POLL_BATCH];
-    let mut guard = StallGuard::new();
-    let lossy = s.qps[0].qp_type() != crate::verbs::QpType::Rc;
-    let mut quiet = StallGuard::with_limit(LOSS_QUIET);
-    let (mut rcnt, mut first, mut last) = (0u64, 0u64, 0u64);
-    let timed = st.window().is_some();
-    // Started at the first RECV, as perftest's receiver starts its clock.
-    let mut window = SampledWindow::default();
-    loop {
-        if timed {
-            if !window.running() {
-                break;
-            }
-        } else if rcnt >= total {
-            break;
-        }
-        if stop_requested() {
-            break;
-        }
-        let n = recv_cq.poll(&mut wcs)?;
-        if n == 0 {
-            if lossy && rcnt > 0 && !timed {
-                if quiet.idle("").is_err() {
-                    eprintln!(
-                        " Received {rcnt} of {total} messages: {} were lost (over {} a SEND that \
-                         finds no RECV is dropped)",
-                        total - rcnt,
-                        s.settings.qp_type.name()
-                    );
-                    break;
-                }
-            } else {
-                guard.idle("SEND from the peer")?;
-            }
-            continue;
-        }
-        guard.progress();
-        quiet.progress();
-        let t = clock::now();
-        if rcnt == 0 {
-            first = t;
-            if let Some((secs, margin)) = st.window() {
-                window.start(secs, margin);
-            }
-        }
-        for wc in &wcs[..n] {
-            wc.result()?;
-            rcnt += 1;
-            window.count(1);
-            let q = qpns.iter().position(|&x| x == wc.qp_num()).unwrap_or(0);
-            if timed || posted[q] < iters {
-                recvs[q].post(&mut s.qps[q], 1)?;
-                posted[q] += 1;
-            }
-        }
-        last = t;
-    }
-    let ticks_per_s = clock::ticks_per_us() * 1e6;
-    Ok(if timed {
-        BwRow::average(
-            size,
-            window.sampled(),
-            window.ticks(),
-            ticks_per_s,
-            st.gbits,
-        )
-    } else {
-        BwRow::average(
-            size,
-            rcnt,
-            last.saturating_sub(first),
-            ticks_per_s,
-            st.gbits,
-        )
-    })
 }

@@ -23,6 +23,8 @@ const VERSION_BYTES: usize = 16;
 const OLDEST_PEER: f64 = 5.70;
 /// How long one step of the set-up (a key, a version) may take once both sides are connected.
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// After a stop request, how long a set-up read still waits for the peer.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How often a blocked read looks at the stop flag.
 const READ_SLICE: Duration = Duration::from_millis(200);
 
@@ -34,6 +36,14 @@ pub enum Wait {
     /// The peer is running its test (a `-D 600` run, a long `-a` sweep): wait for as long as
     /// it takes, but end on a stop request or when the peer closes the connection.
     Test,
+}
+
+impl Wait {
+    /// After a stop request a set-up read still waits a little, so that a stopped side closes
+    /// properly with a peer that answers (a stopped --run_infinitely client meets its server).
+    pub(super) fn in_stop_grace(self, since: Instant) -> bool {
+        matches!(self, Wait::Setup) && since.elapsed() < STOP_GRACE
+    }
 }
 
 /// What carries the exchange.
@@ -215,7 +225,7 @@ impl Channel {
                 }
                 Ok(n) => got += n,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    if stop_requested() {
+                    if stop_requested() && !wait.in_stop_grace(start) {
                         return Err(Error::Stopped(format!(
                             "stopped while waiting for {}",
                             self.peer

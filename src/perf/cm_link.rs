@@ -175,7 +175,7 @@ impl CmLink {
             }
             empty = empty.wrapping_add(1);
             if empty % 4096 == 0 {
-                if stop_requested() {
+                if stop_requested() && !wait.in_stop_grace(start) {
                     return Err(Error::Stopped("stopped while waiting for the peer".into()));
                 }
                 if self.id.peer_disconnected() {

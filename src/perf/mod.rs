@@ -12,6 +12,7 @@ pub mod cm_link;
 pub mod keys;
 pub mod lat;
 pub mod layout;
+pub mod receives;
 pub mod report;
 pub mod run;
 pub mod session;

@@ -2,10 +2,11 @@
 //! what, who prints which table), and the tables and JSON at the end.
 
 use super::args::PerfArgs;
-use super::bw::{post_receives, post_side, receive_side, warm_up};
+use super::bw::{post_side, warm_up};
 use super::channel::{BwReport, Wait};
 use super::clock;
 use super::lat::{read_round_trips, send_ping_pong, send_receives, write_ping_pong, LatRun};
+use super::receives::{receive_side, Receives};
 use super::report::{
     bw_json, bw_row, json_document, lat_duration_json, lat_duration_row, lat_json, lat_row,
     BW_HEADER, BW_HEADER_GBITS, LAT_DURATION_HEADER, LAT_HEADER, RESULT_LINE,
@@ -113,7 +114,7 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
             warm_up(s, size)?;
         }
         let infinite = s.settings.infinite;
-        let r = post_side(s, size, |r| {
+        let r = post_side(s, size, None, |r| {
             println!("{}", bw_row(r, gbits));
         })?;
         if !infinite {
@@ -132,19 +133,31 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     s.channel.close(&mine, s.with_gid)
 }
 
-/// `-b` for write-bw, read-bw, atomic-bw: both sides post, meeting before each size (and after
-/// it in a sweep), and each prints the sum of both directions, as perftest.
+/// `-b`: both sides post (send-bw: and receive), meeting before each size (and after it in a
+/// sweep), and each prints the sum of both directions, as perftest; a send-bw `-D` run prints
+/// each side's own row instead, as perftest's.
 fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     let gbits = s.settings.gbits;
     let sweep = s.settings.sizes.len() > 1;
+    let send = s.settings.tool.verb == Verb::Send;
     for size in s.settings.sizes.clone() {
         if s.settings.warm_up {
             warm_up(s, size)?;
         }
+        let mut rx = if send {
+            Some(Receives::post(s, size)?)
+        } else {
+            None
+        };
         s.sync(Wait::Test)?;
-        let mine = post_side(s, size, |_| {})?;
+        let mine = post_side(s, size, rx.as_mut(), |_| {})?;
         if sweep {
             s.sync(Wait::Test)?;
+        }
+        if send && s.settings.window().is_some() {
+            println!("{}", bw_row(&mine, gbits));
+            rows.push(bw_json(&mine));
+            continue;
         }
         let theirs = row_of(&s.channel.exchange_bw_report(&report_of(&mine))?);
         let both = BwRow {
@@ -183,22 +196,30 @@ fn send_setup(s: &mut Session) -> Result<()> {
     Ok(())
 }
 
-/// send-bw: both sides run (the server counts its RECVs) and both print their own row.
+/// send-bw: both sides run (the server counts its RECVs) and both print their own row; with
+/// `--run_infinitely` both print a row per window.
 fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     send_setup(s)?;
     bw_header(s);
+    if s.settings.duplex {
+        return duplex_bw(s, rows);
+    }
     let gbits = s.settings.gbits;
     let sweep = s.settings.sizes.len() > 1;
+    let infinite = s.settings.infinite;
+    let print = |r: &BwRow| println!("{}", bw_row(r, gbits));
     for size in s.settings.sizes.clone() {
         let r = if s.settings.is_client {
             s.sync(Wait::Test)?;
-            post_side(s, size, |_| {})?
+            post_side(s, size, None, print)?
         } else {
-            let (mut recvs, mut posted) = post_receives(s, size)?;
+            let mut rx = Receives::post(s, size)?;
             s.sync(Wait::Test)?;
-            receive_side(s, size, &mut recvs, &mut posted)?
+            receive_side(s, size, &mut rx, print)?
         };
-        println!("{}", bw_row(&r, gbits));
+        if !infinite {
+            println!("{}", bw_row(&r, gbits));
+        }
         rows.push(bw_json(&r));
         if sweep {
             s.sync(Wait::Test)?;

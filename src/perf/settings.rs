@@ -188,11 +188,6 @@ impl Settings {
         if a.bidirectional && !bw {
             return Err(refuse("Bidirectional is only available in BW test"));
         }
-        if a.bidirectional && verb == Verb::Send {
-            return Err(refuse(
-                "-b with send-bw is not implemented in rdma-bench yet (write, read and atomic are)",
-            ));
-        }
         if a.report_both && !a.bidirectional {
             return Err(refuse("--report-both prints each side of a -b run: add -b"));
         }
@@ -200,9 +195,14 @@ impl Settings {
             if !bw {
                 return Err(refuse("run_infinitely exists only in BW tests for now."));
             }
-            if verb == Verb::Send || a.bidirectional {
+            if verb == Verb::Send && a.bidirectional {
                 return Err(refuse(
-                    "--run_infinitely with send-bw or -b is not implemented in rdma-bench yet",
+                    "run_infinitely mode is not supported in SEND Bidirectional BW test",
+                ));
+            }
+            if a.bidirectional {
+                return Err(refuse(
+                    "--run_infinitely with -b is not implemented in rdma-bench yet",
                 ));
             }
             if a.iters.is_some() || a.all {

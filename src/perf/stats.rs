@@ -100,6 +100,12 @@ impl BwRow {
             msg_rate: n as f64 / secs / 1e6,
         }
     }
+
+    /// The row of what a `-D` window counted.
+    pub fn of_window(size: u64, w: &super::clock::SampledWindow, gbits: bool) -> BwRow {
+        let ticks_per_s = super::clock::ticks_per_us() * 1e6;
+        BwRow::average(size, w.sampled(), w.ticks(), ticks_per_s, gbits)
+    }
 }
 
 /// perftest's peak: the shortest time per message over any window that starts at a post (every

@@ -171,3 +171,19 @@ fn ud_follows_perftests_rules() {
     let mut s = ud(|a| a.size = Some(512)).unwrap();
     assert_eq!(s.fit_ud_to_mtu(1024).unwrap(), None);
 }
+
+#[test]
+fn send_bw_runs_both_ways_and_infinitely_but_not_both() {
+    let b = Settings::resolve(Tool::SEND_BW, &args(|a| a.bidirectional = true)).unwrap();
+    // Both sides post with -b: the server keeps its peak.
+    assert!(b.duplex && !b.no_peak);
+    let inf = Settings::resolve(Tool::SEND_BW, &args(|a| a.run_infinitely = true)).unwrap();
+    assert_eq!(inf.length, Length::Duration { secs: 5, margin: 0 });
+    assert_eq!(
+        err(Tool::SEND_BW, |a| {
+            a.run_infinitely = true;
+            a.bidirectional = true;
+        }),
+        "run_infinitely mode is not supported in SEND Bidirectional BW test"
+    );
+}

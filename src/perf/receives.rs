@@ -1,0 +1,188 @@
+//! The RECV half of send-bw: every QP's RECVs posted up front, reposted as SENDs arrive, and
+//! perftest's `run_iter_bw_server` (the side that only receives). `-b` drives the same RECVs
+//! from the posting loop ([`super::bw::post_side`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::bw::{StallGuard, POLL_BATCH};
+use super::clock::{self, SampledWindow};
+use super::session::Session;
+use super::stats::BwRow;
+use crate::control::stop_requested;
+use crate::error::Result;
+use crate::hot::RecvBatch;
+use crate::verbs::{CompletionQueue, QpType, WorkCompletion};
+
+/// Over UC and UD a receiver that has heard nothing for this long once SENDs flowed takes the
+/// rest as lost (a SEND that finds no RECV is dropped): it reports what arrived.
+const LOSS_QUIET: Duration = Duration::from_secs(2);
+
+/// Each QP's RECVs for one size, and how many SENDs arrived.
+pub struct Receives {
+    batches: Vec<RecvBatch>,
+    posted: Vec<u64>,
+    qpns: Vec<u32>,
+    cq: Arc<CompletionQueue>,
+    wcs: [WorkCompletion; POLL_BATCH],
+    /// Per QP, RECVs are reposted until this many were posted (every time in a timed run).
+    iters: Option<u64>,
+    /// SENDs received, all QPs.
+    pub rcnt: u64,
+    lossy: bool,
+    quiet: StallGuard,
+}
+
+impl Receives {
+    /// Posts each QP's first `rx_depth` RECVs for `size`-byte messages (perftest's
+    /// ctx_set_recv_wqes), before the handshake that lets the peer send.
+    pub fn post(s: &mut Session, size: u64) -> Result<Receives> {
+        let nq = s.qps.len();
+        let mut batches = Vec::with_capacity(nq);
+        for q in 0..nq {
+            let mut r = s.recv_batch(q, size)?;
+            for _ in 0..s.settings.rx_depth {
+                r.post(&mut s.qps[q], 1)?;
+            }
+            batches.push(r);
+        }
+        Ok(Receives {
+            batches,
+            posted: vec![u64::from(s.settings.rx_depth); nq],
+            qpns: s.qps.iter().map(|q| q.qp_num()).collect(),
+            cq: Arc::clone(s.qps[0].recv_cq()),
+            wcs: [WorkCompletion::default(); POLL_BATCH],
+            iters: (s.settings.window().is_none()).then(|| s.settings.iters()),
+            rcnt: 0,
+            lossy: s.settings.qp_type != QpType::Rc,
+            quiet: StallGuard::with_limit(LOSS_QUIET),
+        })
+    }
+
+    /// Reaps everything that arrived and reposts those RECVs; returns how many arrived. It
+    /// drains the CQ: a sender that also posts (`-b`) reaps in bursts, and RECVs reposted 16 at a
+    /// time would fall behind and run the queue dry (RNR waits on RC, drops on UC/UD).
+    #[inline]
+    pub fn poll(&mut self, s: &mut Session) -> Result<u64> {
+        let mut total = 0;
+        loop {
+            let n = self.cq.poll(&mut self.wcs)?;
+            for wc in &self.wcs[..n] {
+                wc.result()?;
+                let q = self
+                    .qpns
+                    .iter()
+                    .position(|&x| x == wc.qp_num())
+                    .unwrap_or(0);
+                if self.iters.is_none_or(|i| self.posted[q] < i) {
+                    self.batches[q].post(&mut s.qps[q], 1)?;
+                    self.posted[q] += 1;
+                }
+            }
+            total += n as u64;
+            if n < POLL_BATCH {
+                break;
+            }
+        }
+        self.rcnt += total;
+        if total > 0 {
+            self.quiet.progress();
+        }
+        Ok(total)
+    }
+
+    /// Over UC or UD, once SENDs flowed: true when nothing came for a while, the rest being
+    /// lost; says so on stderr. Call after an empty poll.
+    pub fn gave_up(&mut self, total: u64, s: &Session) -> bool {
+        if !self.lossy || self.rcnt == 0 || self.quiet.idle("").is_ok() {
+            return false;
+        }
+        eprintln!(
+            " Received {} of {total} messages: {} were lost (over {} a SEND that finds no RECV \
+             is dropped)",
+            self.rcnt,
+            total.saturating_sub(self.rcnt),
+            s.settings.qp_type.name()
+        );
+        true
+    }
+}
+
+/// Runs one size on the receiving side of send-bw (perftest's run_iter_bw_server): counts
+/// RECVs from the first to the last. Peak is never computed. With `--run_infinitely` a row goes
+/// to `interval` every window until a stop request, or until the client has been quiet for
+/// a while (it was stopped); the row returned is then the last full window's.
+pub fn receive_side(
+    s: &mut Session,
+    size: u64,
+    rx: &mut Receives,
+    mut interval: impl FnMut(&BwRow),
+) -> Result<BwRow> {
+    let st = s.settings.clone();
+    let total = st.iters() * s.qps.len() as u64;
+    let mut guard = StallGuard::new();
+    let mut ended = StallGuard::with_limit(LOSS_QUIET);
+    let (mut first, mut last) = (0u64, 0u64);
+    let timed = st.window();
+    let ticks_per_s = clock::ticks_per_us() * 1e6;
+    // Started at the first RECV, as perftest's receiver starts its clock.
+    let mut window = SampledWindow::default();
+    let mut last_window = None;
+    loop {
+        if let Some((secs, margin)) = timed {
+            if rx.rcnt > 0 && !window.running() {
+                // An empty window once SENDs flowed: the client was stopped.
+                if !st.infinite || window.sampled() == 0 {
+                    break;
+                }
+                let row = BwRow::of_window(size, &window, st.gbits);
+                interval(&row);
+                last_window = Some(row);
+                window = SampledWindow::default();
+                window.start(secs, margin);
+            }
+        } else if rx.rcnt >= total {
+            break;
+        }
+        if stop_requested() {
+            break;
+        }
+        let before = rx.rcnt;
+        let n = rx.poll(s)?;
+        if n == 0 {
+            if st.infinite && rx.rcnt > 0 {
+                // The client stops by Ctrl-C; it then waits for us at the closing handshake.
+                if ended.idle("").is_err() {
+                    break;
+                }
+            } else if timed.is_none() && rx.gave_up(total, s) {
+                break;
+            } else {
+                guard.idle("SEND from the peer")?;
+            }
+            continue;
+        }
+        guard.progress();
+        ended.progress();
+        let t = clock::now();
+        if before == 0 {
+            first = t;
+            if let Some((secs, margin)) = timed {
+                window.start(secs, margin);
+            }
+        }
+        window.count(n);
+        last = t;
+    }
+    Ok(match timed {
+        Some(_) if st.infinite => last_window.unwrap_or_default(),
+        Some(_) => BwRow::of_window(size, &window, st.gbits),
+        None => BwRow::average(
+            size,
+            rx.rcnt,
+            last.saturating_sub(first),
+            ticks_per_s,
+            st.gbits,
+        ),
+    })
+}
