@@ -15,6 +15,11 @@ int shim_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	return ibv_poll_cq(cq, num_entries, wc);
 }
 
+int shim_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return ibv_req_notify_cq(cq, solicited_only);
+}
+
 int shim_query_port(struct ibv_context *ctx, uint8_t port_num, struct ibv_port_attr *attr)
 {
 	return ibv_query_port(ctx, port_num, attr);

@@ -175,14 +175,22 @@ fn reaping_policy_is_checked() {
 
 #[test]
 fn perf_tools_refuse_what_perftest_refuses_by_exact_message() {
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 13] = [
+        (
+            &["send-bw", "-g"],
+            "rdma-bench send-bw: perftest's -g/--mcg (multicast) is not implemented in rdma-bench send-bw yet",
+        ),
+        (
+            &["send-bw", "-b", "--run_infinitely"],
+            "rdma-bench send-bw: run_infinitely mode is not supported in SEND Bidirectional BW test",
+        ),
         (
             &["send-bw", "--perform_warm_up"],
             "rdma-bench send-bw: --perform_warm_up acts in the write, read and atomic BW tests only",
         ),
         (
             &["write-bw", "-e"],
-            "rdma-bench write-bw: perftest's -e/--events (completion events) is not implemented in rdma-bench write-bw yet",
+            "rdma-bench write-bw: Events feature not available on WRITE verb",
         ),
         (
             &["write-lat", "-b"],

@@ -379,6 +379,87 @@ fn ud_runs_the_send_tools() {
     assert!((sr[0][3] - cr[0][3]).abs() <= 0.02, "{so}\n{co}");
 }
 
+/// `-e`: every tool but WRITE's sleeps on completion events, against itself and perftest (the
+/// events are local: the peer need not use them); `--cpu_util` adds the host's busy share of
+/// the sampled window to `-D` rows.
+#[test]
+fn events_and_cpu_util() {
+    for (t, server, client) in [
+        ("send-bw", Who::Ours, Who::Ours),
+        ("read-bw", Who::Ours, Who::Perftest),
+        ("atomic-bw", Who::Perftest, Who::Ours),
+    ] {
+        let n = 1024;
+        let mut args = vec!["-e", "-n", "1024"];
+        if t != "atomic-bw" {
+            args.extend(["-s", "64"]);
+        }
+        let (so, co) = pair(t, server, client, &args);
+        let size = if t == "atomic-bw" { 8 } else { 64 };
+        check_bw(t, &so, &co, &[size], n, (server, client));
+        for (who, out) in [(server, &so), (client, &co)] {
+            if who == Who::Ours {
+                assert!(out.contains(" Test with events. Using "), "{out}");
+            }
+        }
+    }
+    for (t, server, client) in [
+        ("send-lat", Who::Perftest, Who::Ours),
+        ("read-lat", Who::Ours, Who::Ours),
+    ] {
+        let (so, co) = pair(t, server, client, &["-e", "-n", "200", "-s", "8"]);
+        check_lat(t, &so, &co, &[8], 200);
+    }
+    // A vector the device does not have: one line, before any peer is contacted.
+    let r = wait(
+        command(
+            Who::Ours,
+            "read-bw",
+            &["-e", "-X", "999"],
+            next_port(),
+            Some("127.0.0.1"),
+        )
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(r.code, 1, "{}{}", r.out, r.err);
+    assert!(
+        r.err
+            .starts_with("rdma-bench read-bw: Completion vector specified is invalid"),
+        "{}",
+        r.err
+    );
+
+    let cpu_bw = format!("{BW_HEADER}    CPU_Util[%]");
+    let (so, co) = pair(
+        "send-bw",
+        Who::Ours,
+        Who::Ours,
+        &["-s", "64", "-D", "2", "--cpu_util"],
+    );
+    for out in [&so, &co] {
+        let rows = table(out, &cpu_bw);
+        assert_eq!(rows.len(), 1, "{out}");
+        let cpu = rows[0][5];
+        assert!(rows[0][1] > 0.0 && cpu > 0.0 && cpu <= 100.0, "{out}");
+    }
+    let cpu_lat = " #bytes        #iterations       t_avg[usec]    tps average    CPU_Util[%]";
+    let (so, co) = pair(
+        "write-lat",
+        Who::Ours,
+        Who::Ours,
+        &["-s", "8", "-D", "2", "--cpu_util"],
+    );
+    for out in [&so, &co] {
+        let rows = table(out, cpu_lat);
+        assert_eq!(rows.len(), 1, "{out}");
+        assert!(
+            rows[0][1] > 0.0 && rows[0][4] > 0.0 && rows[0][4] <= 100.0,
+            "{out}"
+        );
+    }
+}
+
 /// `-R`: the QPs connected through RDMA CM and the exchange over an RDMA CM QP, ours against
 /// ours and against perftest both ways.
 #[test]

@@ -110,11 +110,10 @@ pub struct PerfArgs {
     /// The JSON file of --out_json
     #[arg(long = "out_json_file", value_name = "FILE")]
     pub out_json_file: Option<String>,
-    /// Run until stopped, printing a row every -D seconds (5 by default) (write, read and
-    /// atomic BW tests)
+    /// Run until stopped, printing a row every -D seconds (5 by default) (BW tests)
     #[arg(long = "run_infinitely")]
     pub run_infinitely: bool,
-    /// Both sides post at once (write, read and atomic BW tests); the table sums both directions
+    /// Both sides post at once (BW tests); the table sums both directions
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
     /// With -b, also print each side's own table after the summed one
@@ -128,6 +127,15 @@ pub struct PerfArgs {
     /// the RDMA interface)
     #[arg(short = 'R', long = "rdma_cm")]
     pub rdma_cm: bool,
+    /// Sleep on completion events instead of busy-polling (not WRITE tests)
+    #[arg(short = 'e', long = "events")]
+    pub events: bool,
+    /// The completion vector of -e's events (0 to the device's vectors - 1)
+    #[arg(short = 'X', long = "vector", value_name = "N", value_parser = parse_number)]
+    pub vector: Option<u64>,
+    /// Add a CPU_Util[%] column: the host's busy CPU time over the sampled window (-D runs)
+    #[arg(long = "cpu_util")]
+    pub cpu_util: bool,
     /// Buffers on hugepages (reserve them first: /proc/sys/vm/nr_hugepages)
     #[arg(long = "use_hugepages")]
     pub use_hugepages: bool,
@@ -166,8 +174,6 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
 /// by name rather than taken for something else or ignored.
 const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('z'), "comm_rdma_cm", "the exchange over RDMA CM"),
-    (Some('e'), "events", "completion events"),
-    (Some('X'), "vector", "completion vectors"),
     (Some('g'), "mcg", "multicast"),
     (Some('M'), "MGID", "multicast"),
     (Some('O'), "dualport", "dual-port mode"),
@@ -186,7 +192,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('Z'), "server", "raw Ethernet"),
     (Some('P'), "client", "raw Ethernet"),
     (Some('v'), "mac_fwd", "raw Ethernet"),
-    (None, "cpu_util", "CPU utilisation"),
     (None, "dont_xchg_versions", "skipping the version exchange"),
     (None, "use-srq", "SRQs"),
     (None, "reversed", "reversed roles"),
@@ -266,20 +271,17 @@ mod tests {
     #[test]
     fn unimplemented_perftest_flags_are_refused_by_name() {
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let e = refuse_unimplemented(Tool::WRITE_BW, &v(&["-s", "8", "-e"]))
+        let e = refuse_unimplemented(Tool::WRITE_BW, &v(&["-s", "8", "-g"]))
             .unwrap_err()
             .to_string();
         assert_eq!(
             e,
-            "perftest's -e/--events (completion events) is not implemented in rdma-bench write-bw yet"
+            "perftest's -g/--mcg (multicast) is not implemented in rdma-bench write-bw yet"
         );
-        let e = refuse_unimplemented(Tool::SEND_LAT, &v(&["--cpu_util"]))
+        let e = refuse_unimplemented(Tool::SEND_LAT, &v(&["--use-srq"]))
             .unwrap_err()
             .to_string();
-        assert!(
-            e.starts_with("perftest's --cpu_util (CPU utilisation)"),
-            "{e}"
-        );
+        assert!(e.starts_with("perftest's --use-srq (SRQs)"), "{e}");
         assert!(refuse_unimplemented(Tool::WRITE_BW, &v(&["-aF", "-s", "-5", "host"])).is_ok());
         assert!(refuse_unimplemented(Tool::WRITE_BW, &v(&["--", "-b"])).is_ok());
     }

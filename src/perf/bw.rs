@@ -18,7 +18,7 @@ use super::Verb;
 use crate::control::stop_requested;
 use crate::error::{Error, Result};
 use crate::hot::{poll_exact, PollTimeout, Remote, SendBatch, SendSpec};
-use crate::verbs::{Op, WorkCompletion};
+use crate::verbs::{wait_any, CompletionQueue, Op, WorkCompletion};
 
 /// perftest polls up to this many completions at once (CTX_POLL_BATCH).
 pub(super) const POLL_BATCH: usize = 16;
@@ -38,11 +38,17 @@ pub fn op_of(verb: Verb, atomic: AtomicType) -> Op {
     }
 }
 
-/// Counts empty polls and fails a run that stopped completing (the peer gone, the QP in error).
+/// With `-e`, how long one wait for an event may sleep before the loop looks at the clock and
+/// for a stop request again.
+const EVENT_WAIT: Duration = Duration::from_millis(100);
+
+/// Counts empty polls and fails a run that stopped completing (the peer gone, the QP in error);
+/// with `-e` an empty poll sleeps until a completion event instead of spinning.
 pub(crate) struct StallGuard {
     empty: u32,
     since: Option<Instant>,
     limit: Duration,
+    sleeps: bool,
 }
 
 impl StallGuard {
@@ -55,7 +61,27 @@ impl StallGuard {
             empty: 0,
             since: None,
             limit,
+            sleeps: false,
         }
+    }
+
+    /// `-e`: [`StallGuard::idle_on`] sleeps on completion events; the clock is read at every
+    /// empty poll, as each may have slept.
+    pub(crate) fn sleeping(self, events: bool) -> Self {
+        StallGuard {
+            sleeps: events,
+            ..self
+        }
+    }
+
+    /// Nothing arrived on `cqs`: with `-e` sleeps until one reports an event (or briefly),
+    /// then as [`StallGuard::idle`].
+    #[inline(always)]
+    pub(crate) fn idle_on(&mut self, cqs: &[&CompletionQueue], what: &str) -> Result<()> {
+        if self.sleeps {
+            wait_any(cqs, EVENT_WAIT)?;
+        }
+        self.idle(what)
     }
 
     /// Progress was made.
@@ -70,7 +96,7 @@ impl StallGuard {
     #[inline(always)]
     pub(crate) fn idle(&mut self, what: &str) -> Result<()> {
         self.empty = self.empty.wrapping_add(1);
-        if self.empty & 0xffff == 0 {
+        if self.sleeps || self.empty & 0xffff == 0 {
             let t0 = *self.since.get_or_insert_with(Instant::now);
             if t0.elapsed() > self.limit {
                 return Err(Error::timeout(
@@ -183,8 +209,12 @@ pub fn post_side(
     let mut ccnt = vec![0u64; nq];
     let (mut totscnt, mut totccnt) = (0u64, 0u64);
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
-    let mut guard = StallGuard::new();
+    let mut guard = StallGuard::new().sleeping(st.events.is_some());
     let send_cq = std::sync::Arc::clone(s.qps[0].send_cq());
+    let recv_cq = std::sync::Arc::clone(s.qps[0].recv_cq());
+    let both = [&*send_cq, &*recv_cq];
+    // What an empty loop waits on: -b's RECVs too.
+    let waits = if rx.is_some() { &both[..] } else { &both[..1] };
     let start = clock::now();
     let ticks_per_s = clock::ticks_per_us() * 1e6;
     let mut last_window = None;
@@ -215,7 +245,7 @@ pub fn post_side(
             window.count(arrived);
             if r.rcnt == 0 && !st.is_client {
                 if arrived == 0 {
-                    guard.idle("SEND from the peer")?;
+                    guard.idle_on(&both[1..], "SEND from the peer")?;
                 }
                 continue;
             }
@@ -250,7 +280,7 @@ pub fn post_side(
                     break;
                 }
             }
-            guard.idle("completion")?;
+            guard.idle_on(waits, "completion")?;
             continue;
         }
         guard.progress();

@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use super::cpu::{self, CpuTimes};
 use crate::stats::{CycleClock, Stamp};
 
 /// How long the calibration samples.
@@ -74,6 +75,8 @@ pub struct SampledWindow {
     last: Stamp,
     in_window: bool,
     sampled: u64,
+    /// `--cpu_util`: the CPU times where the sampled window opened and closed.
+    cpu: (CpuTimes, CpuTimes),
 }
 
 impl SampledWindow {
@@ -100,9 +103,15 @@ impl SampledWindow {
         if !self.in_window && w.sampling(now) {
             self.in_window = true;
             self.first = now;
+            if cpu::enabled() {
+                self.cpu.0 = CpuTimes::now();
+            }
         } else if self.in_window && !w.sampling(now) {
             self.in_window = false;
             self.last = now;
+            if cpu::enabled() {
+                self.cpu.1 = CpuTimes::now();
+            }
         }
         now < w.end
     }
@@ -118,6 +127,20 @@ impl SampledWindow {
     /// Operations counted.
     pub fn sampled(&self) -> u64 {
         self.sampled
+    }
+
+    /// `--cpu_util`: percent of the host's CPU time busy over the sampled window (up to now if
+    /// the loop ended inside it); None when not sampling.
+    pub fn cpu_util(&self) -> Option<f64> {
+        if !cpu::enabled() {
+            return None;
+        }
+        let end = if self.last == 0 {
+            CpuTimes::now()
+        } else {
+            self.cpu.1
+        };
+        Some(self.cpu.0.util_until(&end).unwrap_or(0.0))
     }
 
     /// The sampled window's length in ticks (up to now if the loop ended inside it).

@@ -11,7 +11,7 @@ use crate::control::stop_requested;
 use crate::error::Result;
 use crate::hot::{poll_one, PollTimeout, RecvBatch, Remote, SendBatch, SendSpec};
 use crate::stats::Stamp;
-use crate::verbs::WorkCompletion;
+use crate::verbs::{CompletionQueue, WorkCompletion};
 
 /// What a latency run measured.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +22,8 @@ pub struct LatRun {
     pub sampled: u64,
     /// The window's length in ticks (`-D` runs).
     pub window_ticks: u64,
+    /// `--cpu_util`: the host's CPU busy over the window.
+    pub cpu: Option<f64>,
 }
 
 /// The side's one batch of one WR, signaled.
@@ -51,6 +53,7 @@ fn finish(w: SampledWindow, posts: Vec<Stamp>) -> LatRun {
         posts,
         sampled: w.sampled(),
         window_ticks: w.ticks(),
+        cpu: w.cpu_util(),
     }
 }
 
@@ -103,6 +106,19 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
     Ok(finish(clk, posts))
 }
 
+/// Waits for one completion on `cq` (sleeping on its events with `-e`).
+fn reap_one(cq: &CompletionQueue, guard: &mut StallGuard, what: &str) -> Result<()> {
+    let mut wc = [WorkCompletion::default()];
+    loop {
+        if cq.poll(&mut wc)? == 1 {
+            wc[0].result()?;
+            guard.progress();
+            return Ok(());
+        }
+        guard.idle_on(&[cq], what)?;
+    }
+}
+
 /// perftest's run_iter_lat (READ or atomic), client side, for one size.
 pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
     let iters = s.settings.iters();
@@ -112,6 +128,7 @@ pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
     let mut posts = Vec::with_capacity(iters as usize);
     let qp = &mut s.qps[0];
     let cq = std::sync::Arc::clone(qp.send_cq());
+    let mut guard = StallGuard::new().sleeping(s.settings.events.is_some());
     let mut scnt = 0u64;
     while (scnt < iters || dur) && clk.running() && !stop_requested() {
         if !dur {
@@ -119,7 +136,7 @@ pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
         }
         scnt += 1;
         batch.post(qp)?;
-        poll_one(&cq, PollTimeout::default())?;
+        reap_one(&cq, &mut guard, "completion")?;
         clk.count(1);
     }
     Ok(finish(clk, posts))
@@ -147,7 +164,7 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
     let send_cq = std::sync::Arc::clone(qp.send_cq());
     let recv_cq = std::sync::Arc::clone(qp.recv_cq());
     let mut wc = [WorkCompletion::default()];
-    let mut guard = StallGuard::new();
+    let mut guard = StallGuard::new().sleeping(s.settings.events.is_some());
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     while scnt < iters || rcnt < iters || dur {
         if !clk.running() || stop_requested() {
@@ -162,7 +179,7 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
                 if !clk.running() || stop_requested() {
                     return Ok(finish(clk, posts));
                 }
-                guard.idle("SEND from the peer")?;
+                guard.idle_on(&[&recv_cq], "SEND from the peer")?;
             }
             guard.progress();
             rcnt += 1;
@@ -180,7 +197,7 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
             batch.set_signaled(0, signaled);
             batch.post(qp)?;
             if signaled {
-                poll_one(&send_cq, PollTimeout::default())?;
+                reap_one(&send_cq, &mut guard, "completion")?;
             }
         }
     }

@@ -9,6 +9,7 @@ pub mod clock;
 mod cm_connect;
 #[cfg(has_rdmacm)]
 pub mod cm_link;
+pub mod cpu;
 pub mod keys;
 pub mod lat;
 pub mod layout;

@@ -55,7 +55,7 @@ impl Receives {
             iters: (s.settings.window().is_none()).then(|| s.settings.iters()),
             rcnt: 0,
             lossy: s.settings.qp_type != QpType::Rc,
-            quiet: StallGuard::with_limit(LOSS_QUIET),
+            quiet: StallGuard::with_limit(LOSS_QUIET).sleeping(s.settings.events.is_some()),
         })
     }
 
@@ -120,8 +120,10 @@ pub fn receive_side(
 ) -> Result<BwRow> {
     let st = s.settings.clone();
     let total = st.iters() * s.qps.len() as u64;
-    let mut guard = StallGuard::new();
-    let mut ended = StallGuard::with_limit(LOSS_QUIET);
+    let events = st.events.is_some();
+    let mut guard = StallGuard::new().sleeping(events);
+    let mut ended = StallGuard::with_limit(LOSS_QUIET).sleeping(events);
+    let cq = Arc::clone(&rx.cq);
     let (mut first, mut last) = (0u64, 0u64);
     let timed = st.window();
     let ticks_per_s = clock::ticks_per_us() * 1e6;
@@ -158,7 +160,7 @@ pub fn receive_side(
             } else if timed.is_none() && rx.gave_up(total, s) {
                 break;
             } else {
-                guard.idle("SEND from the peer")?;
+                guard.idle_on(&[&cq], "SEND from the peer")?;
             }
             continue;
         }

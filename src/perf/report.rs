@@ -86,6 +86,9 @@ impl TestInfo<'_> {
         };
         line(RESULT_LINE.into());
         line(format!("                    {}", self.title()));
+        if let Some(v) = s.events {
+            line(format!(" Test with events. Using {}_comp{v}", self.device));
+        }
         line(format!(
             " Dual-port       : OFF\t\tDevice         : {}",
             self.device
@@ -142,8 +145,14 @@ impl TestInfo<'_> {
     /// perftest's test_info, as valid JSON.
     pub fn json(&self) -> JsonObject {
         let s = self.settings;
-        let mut j = JsonObject::new()
-            .str("test", &self.title().replace(' ', "_"))
+        let mut j = JsonObject::new().str("test", &self.title().replace(' ', "_"));
+        if let Some(v) = s.events {
+            j = j.str(
+                "Test with events",
+                &format!("Using_{}_comp{v}", self.device),
+            );
+        }
+        j = j
             .str("Dual_port", "OFF")
             .str("Device", self.device)
             .int("Number_of_qps", u64::from(s.qps))
@@ -212,7 +221,7 @@ pub fn address_lines(side: &str, d: &Dest, verb: Verb, with_gid: bool) -> String
 
 /// A BW row as perftest prints it (REPORT_FMT, or REPORT_FMT_EXT for small Gb/s figures).
 pub fn bw_row(r: &BwRow, gbits: bool) -> String {
-    if gbits && r.avg < 0.1 {
+    let row = if gbits && r.avg < 0.1 {
         format!(
             " {:<7}    {}           {:<7.6}            {:<7.6}            {:<7.6}",
             r.size, r.iters, r.peak, r.avg, r.msg_rate
@@ -222,7 +231,16 @@ pub fn bw_row(r: &BwRow, gbits: bool) -> String {
             " {:<7}    {:<10}       {:<7.2}            {:<7.2}\t\t   {:<7.6}",
             r.size, r.iters, r.peak, r.avg, r.msg_rate
         )
-    }
+    };
+    row + &cpu_cell(r.cpu)
+}
+
+/// The header's CPU column (`--cpu_util`), after the BW or `-D` latency header.
+pub const CPU_HEADER: &str = "    CPU_Util[%]";
+
+/// A row's CPU cell, as perftest's REPORT_EXT_CPU_UTIL (nothing without `--cpu_util`).
+fn cpu_cell(cpu: Option<f64>) -> String {
+    cpu.map_or(String::new(), |c| format!("\t    {c:<3.2}"))
 }
 
 /// A BW row as JSON.
@@ -233,6 +251,7 @@ pub fn bw_json(r: &BwRow) -> JsonObject {
         .num("BW_peak", r.peak)
         .num("BW_average", r.avg)
         .num("MsgRate", r.msg_rate)
+        .opt_num("CPU_util", r.cpu)
 }
 
 /// A latency row as perftest prints it (REPORT_FMT_LAT).
@@ -258,17 +277,24 @@ pub fn lat_json(size: u64, iters: u64, s: &LatencyStats) -> JsonObject {
 }
 
 /// A `-D` latency row (REPORT_FMT_LAT_DUR).
-pub fn lat_duration_row(size: u64, iters: u64, avg_us: f64, tps: f64) -> String {
-    format!(" {size:<7}       {iters}            {avg_us:<7.2}        {tps:<7.2}")
+pub fn lat_duration_row(size: u64, iters: u64, avg_us: f64, tps: f64, cpu: Option<f64>) -> String {
+    format!(" {size:<7}       {iters}            {avg_us:<7.2}        {tps:<7.2}") + &cpu_cell(cpu)
 }
 
 /// A `-D` latency row as JSON.
-pub fn lat_duration_json(size: u64, iters: u64, avg_us: f64, tps: f64) -> JsonObject {
+pub fn lat_duration_json(
+    size: u64,
+    iters: u64,
+    avg_us: f64,
+    tps: f64,
+    cpu: Option<f64>,
+) -> JsonObject {
     JsonObject::new()
         .int("MsgSize", size)
         .int("n_iterations", iters)
         .num("t_avg", avg_us)
         .num("tps_average", tps)
+        .opt_num("CPU_util", cpu)
 }
 
 /// The whole JSON document: perftest's `test_info` and `results` (the last row, as perftest
@@ -325,11 +351,18 @@ mod tests {
             peak: 13.52,
             avg: 12.87,
             msg_rate: 0.421715,
+            cpu: None,
         };
         assert_eq!(
             bw_row(&r, false),
             " 32         5000             13.52              12.87  \t\t   0.421715"
         );
+        // --cpu_util's cell: perftest's "\t    %-3.2f".
+        let with_cpu = BwRow {
+            cpu: Some(87.5),
+            ..r
+        };
+        assert!(bw_row(&with_cpu, false).ends_with("0.421715\t    87.50"));
         let s = LatencyStats {
             min: 11.62,
             max: 74.31,

@@ -9,7 +9,7 @@ use super::lat::{read_round_trips, send_ping_pong, send_receives, write_ping_pon
 use super::receives::{receive_side, Receives};
 use super::report::{
     bw_json, bw_row, json_document, lat_duration_json, lat_duration_row, lat_json, lat_row,
-    BW_HEADER, BW_HEADER_GBITS, LAT_DURATION_HEADER, LAT_HEADER, RESULT_LINE,
+    BW_HEADER, BW_HEADER_GBITS, CPU_HEADER, LAT_DURATION_HEADER, LAT_HEADER, RESULT_LINE,
 };
 use super::session::Session;
 use super::settings::Length;
@@ -25,6 +25,9 @@ pub fn run(tool: Tool, a: PerfArgs) -> Result<()> {
     // Bad combinations are refused before anything is made or timed.
     let settings = super::settings::Settings::resolve(tool, &a)?;
     install_stop_signals()?;
+    if settings.cpu_util {
+        super::cpu::enable();
+    }
     // Calibrate before anything is timed (perftest's get_cpu_mhz).
     clock::ticks_per_us();
     let mut s = Session::open(settings, &a)?;
@@ -52,14 +55,14 @@ pub fn run(tool: Tool, a: PerfArgs) -> Result<()> {
 }
 
 fn bw_header(s: &Session) {
+    let st = &s.settings;
+    // A passive server prints the client's row, which carries no CPU figure.
+    let cpu = st.cpu_util && (st.is_client || st.tool.verb == Verb::Send || st.duplex);
     println!("{RESULT_LINE}");
     println!(
-        "{}",
-        if s.settings.gbits {
-            BW_HEADER_GBITS
-        } else {
-            BW_HEADER
-        }
+        "{}{}",
+        if st.gbits { BW_HEADER_GBITS } else { BW_HEADER },
+        if cpu { CPU_HEADER } else { "" }
     );
 }
 
@@ -81,6 +84,7 @@ fn row_of(r: &BwReport) -> BwRow {
         peak: r.bw_peak,
         avg: r.bw_avg,
         msg_rate: r.msg_rate,
+        cpu: None,
     }
 }
 
@@ -238,8 +242,11 @@ fn lat_header(s: &Session) {
     println!(
         "{}",
         match s.settings.length {
-            Length::Iters(_) => LAT_HEADER,
-            Length::Duration { .. } => LAT_DURATION_HEADER,
+            Length::Iters(_) => LAT_HEADER.to_string(),
+            Length::Duration { .. } if s.settings.cpu_util => {
+                format!("{LAT_DURATION_HEADER}{CPU_HEADER}")
+            }
+            Length::Duration { .. } => LAT_DURATION_HEADER.to_string(),
         }
     );
 }
@@ -351,8 +358,8 @@ fn lat_report(s: &Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject>) {
         } else {
             0.0
         };
-        println!("{}", lat_duration_row(size, run.sampled, avg, tps));
-        rows.push(lat_duration_json(size, run.sampled, avg, tps));
+        println!("{}", lat_duration_row(size, run.sampled, avg, tps, run.cpu));
+        rows.push(lat_duration_json(size, run.sampled, avg, tps, run.cpu));
         return;
     }
     let per_unit = if st.cycles { rtt } else { tpu * rtt };

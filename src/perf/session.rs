@@ -79,6 +79,15 @@ impl Session {
             )
         };
         let ctx = port.context();
+        if let Some(v) = settings.events {
+            let n = ctx.num_comp_vectors();
+            if v >= n {
+                return Err(Error::config(format!(
+                    "Completion vector specified is invalid: max completion vector = {}",
+                    i64::from(n) - 1
+                )));
+            }
+        }
         let roce = port.attr().link_layer == LinkLayer::Ethernet;
         let with_gid = roce || a.gid_index.is_some();
         let (vendor, _) = ctx.vendor_ids()?;
@@ -147,8 +156,16 @@ impl Session {
             geo = geo.for_ud();
         }
         let pd = ProtectionDomain::new(ctx)?;
-        let send_cq = CompletionQueue::new(ctx, settings.tx_depth * nq)?;
-        let recv_cq = CompletionQueue::new(ctx, settings.rx_depth * nq)?;
+        let (send_cq, recv_cq) = match settings.events {
+            None => (
+                CompletionQueue::new(ctx, settings.tx_depth * nq)?,
+                CompletionQueue::new(ctx, settings.rx_depth * nq)?,
+            ),
+            Some(vector) => (
+                CompletionQueue::with_events(ctx, settings.tx_depth * nq, vector)?,
+                CompletionQueue::with_events(ctx, settings.rx_depth * nq, vector)?,
+            ),
+        };
         let caps = QpCaps {
             max_send_wr: settings.tx_depth,
             max_recv_wr: settings.rx_depth,

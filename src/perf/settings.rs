@@ -109,11 +109,15 @@ pub struct Settings {
     pub infinite: bool,
     /// `--report-both`: each side's table too.
     pub report_both: bool,
+    /// `-e`: sleep on completion events, on this completion vector.
+    pub events: Option<u32>,
+    /// `--cpu_util` in a `-D` run: the CPU_Util[%] column.
+    pub cpu_util: bool,
     /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
     pub notices: Vec<String>,
 }
 
-fn refuse(msg: &str) -> Error {
+pub(super) fn refuse(msg: &str) -> Error {
     Error::config(msg.to_string())
 }
 
@@ -160,65 +164,11 @@ impl Settings {
                 )))
             }
         };
-        if a.qps.is_some_and(|q| q != 1) && !bw {
-            return Err(refuse("Multiple QPs only available on bw tests"));
-        }
-        if a.inline_size.is_some() && matches!(verb, Verb::Read | Verb::Atomic) {
-            return Err(refuse("Inline feature not available on READ/Atomic verbs"));
-        }
-        if a.outs.is_some() && !matches!(verb, Verb::Read | Verb::Atomic) {
-            return Err(refuse(
-                "Setting Outstanding reads only available on READ verb",
-            ));
-        }
-        if a.rx_depth.is_some_and(|r| r > 1) && verb != Verb::Send {
-            return Err(refuse("On RDMA verbs rx depth can be only 1"));
-        }
-        if a.atomic_type.is_some() && verb != Verb::Atomic {
-            return Err(refuse(
-                "-A/--atomic_type changes the atomic of the atomic tests only",
-            ));
-        }
-        if a.no_peak && !bw {
-            return Err(refuse("NoPeak only valid for BW tests"));
-        }
-        if (a.report_unsorted || a.report_cycles || a.report_histogram) && bw {
-            return Err(refuse("-U, -C and -H are available only on latency tests"));
-        }
-        if a.bidirectional && !bw {
-            return Err(refuse("Bidirectional is only available in BW test"));
-        }
-        if a.report_both && !a.bidirectional {
-            return Err(refuse("--report-both prints each side of a -b run: add -b"));
-        }
-        if a.run_infinitely {
-            if !bw {
-                return Err(refuse("run_infinitely exists only in BW tests for now."));
-            }
-            if verb == Verb::Send && a.bidirectional {
-                return Err(refuse(
-                    "run_infinitely mode is not supported in SEND Bidirectional BW test",
-                ));
-            }
-            if a.bidirectional {
-                return Err(refuse(
-                    "--run_infinitely with -b is not implemented in rdma-bench yet",
-                ));
-            }
-            if a.iters.is_some() || a.all {
-                return Err(refuse(
-                    "--run_infinitely runs until stopped: drop -n and -a",
-                ));
-            }
-        }
-        if a.ib_port == 0 {
-            return Err(refuse("IB Port can't be less than 1"));
-        }
-        if a.perform_warm_up && (!bw || verb == Verb::Send) {
-            return Err(refuse(
-                "--perform_warm_up acts in the write, read and atomic BW tests only",
-            ));
-        }
+        refuse_combinations(tool, a)?;
+        let events = match (a.events, a.vector) {
+            (false, _) => None,
+            (true, v) => Some(in_range(v.unwrap_or(0), 0, 2048, "EQN")?),
+        };
         let atomic = match a.atomic_type.as_deref() {
             None | Some("FETCH_AND_ADD") => AtomicType::FetchAndAdd,
             Some("CMP_AND_SWAP") => AtomicType::CmpAndSwap,
@@ -230,27 +180,6 @@ impl Settings {
         };
         if let Some(s) = a.size {
             in_range(s, 1, u64::from(u32::MAX / 2), "Message Size")?;
-        }
-        if verb == Verb::Atomic && (a.all || a.size.is_some_and(|s| s != 8)) {
-            return Err(refuse("Message size cannot be changed for Atomic tests"));
-        }
-        if a.all && a.size.is_some() {
-            return Err(refuse(
-                "-a runs every size from 2 B to 8 MiB: drop -s (perftest ignores it silently)",
-            ));
-        }
-        if a.duration.is_some() && a.iters.is_some() {
-            return Err(refuse(
-                "-D runs for a time, -n for a count: give one (perftest ignores -n silently)",
-            ));
-        }
-        if a.duration.is_some() && a.all {
-            return Err(refuse(
-                "Duration mode currently doesn't support running on all sizes",
-            ));
-        }
-        if a.margin.is_some() && a.duration.is_none() {
-            return Err(refuse("-f/--margin applies to -D runs only"));
         }
         let default_size = match (verb, bw) {
             (Verb::Atomic, _) => 8,
@@ -337,7 +266,7 @@ impl Settings {
             Some(q) => in_range(q, 1, 1024, "CQ moderation")?,
             None => 100,
         };
-        if sizes[0] > 8192 && !a.all && qp_type != QpType::Ud {
+        if sizes[0] > 8192 && !a.all && qp_type != QpType::Ud && events.is_none() {
             if a.cq_mod.is_none() {
                 cq_mod = 1;
             } else if cq_mod > 1 {
@@ -358,6 +287,10 @@ impl Settings {
             } else if post_list % cq_mod != 0 {
                 return Err(refuse("Post list size must be a multiple of CQ moderation"));
             }
+        }
+        let cpu_util = a.cpu_util && matches!(length, Length::Duration { .. });
+        if a.cpu_util && !cpu_util {
+            notices.push(" CPU Utilization works only with Duration mode.".into());
         }
         // perftest's work-around: an even number of RECVs.
         if verb == Verb::Send && rx_depth % 2 == 1 && !a.all && matches!(length, Length::Iters(_)) {
@@ -429,6 +362,8 @@ impl Settings {
             duplex: a.bidirectional,
             infinite: a.run_infinitely,
             report_both: a.report_both,
+            events,
+            cpu_util,
         })
     }
 
@@ -468,6 +403,9 @@ impl Settings {
         }
     }
 }
+
+mod combinations;
+use combinations::refuse_combinations;
 
 #[cfg(test)]
 mod tests;

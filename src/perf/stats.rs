@@ -86,6 +86,8 @@ pub struct BwRow {
     pub avg: f64,
     /// Million messages per second.
     pub msg_rate: f64,
+    /// `--cpu_util`: percent of the host's CPU busy over the window.
+    pub cpu: Option<f64>,
 }
 
 impl BwRow {
@@ -98,13 +100,17 @@ impl BwRow {
             peak: 0.0,
             avg: (size * n) as f64 / secs / format_factor(gbits),
             msg_rate: n as f64 / secs / 1e6,
+            cpu: None,
         }
     }
 
     /// The row of what a `-D` window counted.
     pub fn of_window(size: u64, w: &super::clock::SampledWindow, gbits: bool) -> BwRow {
         let ticks_per_s = super::clock::ticks_per_us() * 1e6;
-        BwRow::average(size, w.sampled(), w.ticks(), ticks_per_s, gbits)
+        BwRow {
+            cpu: w.cpu_util(),
+            ..BwRow::average(size, w.sampled(), w.ticks(), ticks_per_s, gbits)
+        }
     }
 }
 

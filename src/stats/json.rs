@@ -37,6 +37,14 @@ impl JsonObject {
         self
     }
 
+    /// Adds a number field when there is a value.
+    pub fn opt_num(self, k: &str, v: Option<f64>) -> Self {
+        match v {
+            Some(v) => self.num(k, v),
+            None => self,
+        }
+    }
+
     /// Adds a number field (non-finite values become null).
     pub fn num(mut self, k: &str, v: f64) -> Self {
         self.key(k);

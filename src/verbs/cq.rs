@@ -2,17 +2,22 @@
 
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::time::Duration;
 
+use super::comp_channel::CompletionChannel;
 use super::Context;
 use crate::error::{Error, Result};
 use crate::sys;
 
-/// An `ibv_cq`, polled by busy-polling (no completion channel).
+/// An `ibv_cq`, busy-polled, or with [`CompletionQueue::with_events`] also able to sleep until
+/// a completion arrives.
 #[derive(Debug)]
 pub struct CompletionQueue {
     raw: NonNull<sys::ibv_cq>,
     ctx: Arc<Context>,
     depth: u32,
+    /// Dropped after the CQ itself (fields drop after `Drop::drop`).
+    channel: Option<CompletionChannel>,
 }
 
 // SAFETY: verbs CQs may be polled from any thread; callers that poll one CQ from several threads
@@ -41,7 +46,70 @@ impl CompletionQueue {
             raw,
             ctx: Arc::clone(ctx),
             depth,
+            channel: None,
         }))
+    }
+
+    /// Creates a CQ that signals its own completion channel on completion vector `vector`,
+    /// armed for the next completion: [`CompletionQueue::wait_event`] sleeps until one arrives.
+    pub fn with_events(
+        ctx: &Arc<Context>,
+        depth: u32,
+        vector: u32,
+    ) -> Result<Arc<CompletionQueue>> {
+        let cqe = i32::try_from(depth)
+            .map_err(|_| Error::config(format!("CQ depth {depth} too large")))?;
+        let vectors = ctx.num_comp_vectors();
+        if vector >= vectors {
+            return Err(Error::config(format!(
+                "completion vector {vector} is invalid: {} has vectors 0 to {}",
+                ctx.name(),
+                vectors.saturating_sub(1)
+            )));
+        }
+        let channel = CompletionChannel::new(ctx)?;
+        // SAFETY: the context and channel are open; no context pointer; the vector is in range.
+        let raw = unsafe {
+            sys::ibv_create_cq(
+                ctx.as_raw(),
+                cqe,
+                std::ptr::null_mut(),
+                channel.as_raw(),
+                vector as i32,
+            )
+        };
+        let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_cq"))?;
+        let cq = CompletionQueue {
+            raw,
+            ctx: Arc::clone(ctx),
+            depth,
+            channel: Some(channel),
+        };
+        cq.arm()?;
+        Ok(Arc::new(cq))
+    }
+
+    /// Asks for an event at the next completion (`ibv_req_notify_cq`, any completion).
+    fn arm(&self) -> Result<()> {
+        // SAFETY: the CQ is alive.
+        let rc = unsafe { sys::shim_req_notify_cq(self.raw.as_ptr(), 0) };
+        if rc != 0 {
+            return Err(Error::verb("ibv_req_notify_cq", rc.abs()));
+        }
+        Ok(())
+    }
+
+    /// True for a CQ made by [`CompletionQueue::with_events`].
+    pub fn has_events(&self) -> bool {
+        self.channel.is_some()
+    }
+
+    /// Sleeps until the CQ reports a completion event or `timeout` passes, and re-arms it;
+    /// returns whether an event came. The CQ stays armed whenever no event is pending, so a
+    /// completion that arrives between a poll that found nothing and this call is not missed:
+    /// poll, and wait only when the poll was empty.
+    pub fn wait_event(&self, timeout: Duration) -> Result<bool> {
+        wait_any(&[self], timeout)
     }
 
     /// Polls up to `wcs.len()` completions; returns how many were written. Error completions are
@@ -76,6 +144,43 @@ impl Drop for CompletionQueue {
         // SAFETY: QPs using this CQ hold an Arc to it, so they are destroyed already.
         unsafe { sys::ibv_destroy_cq(self.raw.as_ptr()) };
     }
+}
+
+/// [`CompletionQueue::wait_event`] on several CQs at once: sleeps until any of them reports an
+/// event or `timeout` passes, and re-arms those that did. CQs without a channel are skipped.
+pub fn wait_any(cqs: &[&CompletionQueue], timeout: Duration) -> Result<bool> {
+    let chans: Vec<(&CompletionQueue, &CompletionChannel)> = cqs
+        .iter()
+        .filter_map(|cq| cq.channel.as_ref().map(|ch| (*cq, ch)))
+        .collect();
+    if chans.is_empty() {
+        return Err(Error::config(
+            "these CQs were made without completion channels",
+        ));
+    }
+    let fds: Vec<i32> = chans.iter().map(|(_, ch)| ch.fd()).collect();
+    let mut any = false;
+    for ((cq, ch), ready) in chans
+        .iter()
+        .zip(super::comp_channel::readable(&fds, timeout)?)
+    {
+        if !ready {
+            continue;
+        }
+        match ch.take_event() {
+            Some(raw) if raw == cq.raw.as_ptr() => {
+                cq.arm()?;
+                any = true;
+            }
+            Some(_) => {
+                return Err(Error::config(
+                    "an event for another CQ on a CQ's own channel",
+                ))
+            }
+            None => {}
+        }
+    }
+    Ok(any)
 }
 
 /// One work completion (`ibv_wc`), read through accessors.

@@ -116,6 +116,12 @@ impl Context {
         &self.name
     }
 
+    /// Completion vectors (interrupt vectors a CQ's events may use).
+    pub fn num_comp_vectors(&self) -> u32 {
+        // SAFETY: the context is open; the field is set at open and never changes.
+        unsafe { (*self.as_raw()).num_comp_vectors.max(0) as u32 }
+    }
+
     /// The raw `ibv_context`.
     pub fn as_raw(&self) -> *mut sys::ibv_context {
         self.raw.as_ptr()

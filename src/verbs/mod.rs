@@ -11,6 +11,7 @@ mod ah;
 /// RDMA CM connections (when built with librdmacm).
 #[cfg(has_rdmacm)]
 pub mod cm;
+mod comp_channel;
 mod cq;
 mod device;
 mod mr;
@@ -22,7 +23,7 @@ mod qp_info;
 mod wr;
 
 pub use ah::AddressHandle;
-pub use cq::{CompletionQueue, WorkCompletion};
+pub use cq::{wait_any, CompletionQueue, WorkCompletion};
 pub use device::{devices, Context, Gid, LinkLayer, PortAttr, PortState};
 pub use mr::{Access, MemoryRegion};
 pub use op::Op;

@@ -187,3 +187,54 @@ fn send_bw_runs_both_ways_and_infinitely_but_not_both() {
         "run_infinitely mode is not supported in SEND Bidirectional BW test"
     );
 }
+
+#[test]
+fn events_and_cpu_util_follow_perftests_rules() {
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| a.events = true),
+        "Events feature not available on WRITE verb"
+    );
+    assert_eq!(
+        err(Tool::READ_BW, |a| a.vector = Some(1)),
+        "Events must be enabled to select a completion vector"
+    );
+    assert_eq!(
+        err(Tool::SEND_BW, |a| {
+            a.events = true;
+            a.duration = Some(4);
+        }),
+        "Duration mode doesn't work with events."
+    );
+    let e = Settings::resolve(
+        Tool::READ_BW,
+        &args(|a| {
+            a.events = true;
+            a.vector = Some(1);
+        }),
+    )
+    .unwrap();
+    // Events keep CQ moderation for large messages, as perftest.
+    assert_eq!((e.events, e.cq_mod), (Some(1), 100));
+    assert_eq!(
+        Settings::resolve(Tool::READ_BW, &args(|a| a.events = true))
+            .unwrap()
+            .events,
+        Some(0)
+    );
+    // --cpu_util needs -D: otherwise perftest's warning, and no column.
+    let s = Settings::resolve(Tool::WRITE_BW, &args(|a| a.cpu_util = true)).unwrap();
+    assert!(!s.cpu_util);
+    assert_eq!(
+        s.notices,
+        vec![" CPU Utilization works only with Duration mode."]
+    );
+    let s = Settings::resolve(
+        Tool::WRITE_BW,
+        &args(|a| {
+            a.cpu_util = true;
+            a.duration = Some(4);
+        }),
+    )
+    .unwrap();
+    assert!(s.cpu_util);
+}

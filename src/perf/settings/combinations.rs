@@ -1,0 +1,110 @@
+//! The flag combinations perftest refuses (with its messages), and those we refuse where it
+//! would silently ignore a flag or hang: checked before anything else is resolved.
+
+use super::super::args::PerfArgs;
+use super::super::{Test, Tool, Verb};
+use super::refuse;
+use crate::error::Result;
+
+/// Refuses `a` for `tool` when its flags cannot go together.
+pub(super) fn refuse_combinations(tool: Tool, a: &PerfArgs) -> Result<()> {
+    let bw = tool.test == Test::Bw;
+    let verb = tool.verb;
+    if a.qps.is_some_and(|q| q != 1) && !bw {
+        return Err(refuse("Multiple QPs only available on bw tests"));
+    }
+    if a.inline_size.is_some() && matches!(verb, Verb::Read | Verb::Atomic) {
+        return Err(refuse("Inline feature not available on READ/Atomic verbs"));
+    }
+    if a.outs.is_some() && !matches!(verb, Verb::Read | Verb::Atomic) {
+        return Err(refuse(
+            "Setting Outstanding reads only available on READ verb",
+        ));
+    }
+    if a.rx_depth.is_some_and(|r| r > 1) && verb != Verb::Send {
+        return Err(refuse("On RDMA verbs rx depth can be only 1"));
+    }
+    if a.atomic_type.is_some() && verb != Verb::Atomic {
+        return Err(refuse(
+            "-A/--atomic_type changes the atomic of the atomic tests only",
+        ));
+    }
+    if a.no_peak && !bw {
+        return Err(refuse("NoPeak only valid for BW tests"));
+    }
+    if (a.report_unsorted || a.report_cycles || a.report_histogram) && bw {
+        return Err(refuse("-U, -C and -H are available only on latency tests"));
+    }
+    if a.bidirectional && !bw {
+        return Err(refuse("Bidirectional is only available in BW test"));
+    }
+    if a.report_both && !a.bidirectional {
+        return Err(refuse("--report-both prints each side of a -b run: add -b"));
+    }
+    if a.run_infinitely {
+        if !bw {
+            return Err(refuse("run_infinitely exists only in BW tests for now."));
+        }
+        if verb == Verb::Send && a.bidirectional {
+            return Err(refuse(
+                "run_infinitely mode is not supported in SEND Bidirectional BW test",
+            ));
+        }
+        if a.bidirectional {
+            return Err(refuse(
+                "--run_infinitely with -b is not implemented in rdma-bench yet",
+            ));
+        }
+        if a.iters.is_some() || a.all {
+            return Err(refuse(
+                "--run_infinitely runs until stopped: drop -n and -a",
+            ));
+        }
+    }
+    if (a.events || a.vector.is_some()) && verb == Verb::Write {
+        return Err(refuse("Events feature not available on WRITE verb"));
+    }
+    if a.vector.is_some() && !a.events {
+        return Err(refuse(
+            "Events must be enabled to select a completion vector",
+        ));
+    }
+    if a.events && a.duration.is_some() {
+        return Err(refuse("Duration mode doesn't work with events."));
+    }
+    if a.events && a.run_infinitely {
+        return Err(refuse(
+            "run_infinitely does not support events feature yet.",
+        ));
+    }
+    if a.ib_port == 0 {
+        return Err(refuse("IB Port can't be less than 1"));
+    }
+    if a.perform_warm_up && (!bw || verb == Verb::Send) {
+        return Err(refuse(
+            "--perform_warm_up acts in the write, read and atomic BW tests only",
+        ));
+    }
+    if verb == Verb::Atomic && (a.all || a.size.is_some_and(|s| s != 8)) {
+        return Err(refuse("Message size cannot be changed for Atomic tests"));
+    }
+    if a.all && a.size.is_some() {
+        return Err(refuse(
+            "-a runs every size from 2 B to 8 MiB: drop -s (perftest ignores it silently)",
+        ));
+    }
+    if a.duration.is_some() && a.iters.is_some() {
+        return Err(refuse(
+            "-D runs for a time, -n for a count: give one (perftest ignores -n silently)",
+        ));
+    }
+    if a.duration.is_some() && a.all {
+        return Err(refuse(
+            "Duration mode currently doesn't support running on all sizes",
+        ));
+    }
+    if a.margin.is_some() && a.duration.is_none() {
+        return Err(refuse("-f/--margin applies to -D runs only"));
+    }
+    Ok(())
+}
