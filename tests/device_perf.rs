@@ -367,6 +367,32 @@ fn ud_runs_the_send_tools() {
     );
     assert_eq!((sr[0][0], sr[0][1]), (cr[0][0], cr[0][1]), "{so}\n{co}");
     assert!(sr[0][4] > 0.0, "{so}");
+    // -R: the UD peer found through RDMA CM (SIDR), perftest on either side; latency and -b
+    // also pass the client's QP number in a SEND with immediate.
+    for (server, client) in [
+        (Who::Ours, Who::Ours),
+        (Who::Perftest, Who::Ours),
+        (Who::Ours, Who::Perftest),
+    ] {
+        run_bw("send-bw", server, client, &["-c", "UD", "-R", "-q", "2"]);
+        let (so, co) = pair(
+            "send-lat",
+            server,
+            client,
+            &["-c", "UD", "-R", "-n", "100", "-s", "8"],
+        );
+        check_lat("send-lat", &so, &co, &[8], 100);
+    }
+    let (so, co) = pair(
+        "send-bw",
+        Who::Perftest,
+        Who::Ours,
+        &["-c", "UD", "-R", "-b", "-s", "64", "-n", "512"],
+    );
+    let (sr, cr) = (table(&so, BW_HEADER), table(&co, BW_HEADER));
+    assert_eq!((cr[0][0], cr[0][1]), (64.0, 512.0), "{co}");
+    assert!((sr[0][3] - cr[0][3]).abs() <= 0.02, "{so}\n{co}");
+
     // Both directions at once over UD, with perftest's client.
     let (so, co) = pair(
         "send-bw",

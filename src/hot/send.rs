@@ -225,6 +225,18 @@ impl SendBatch {
         Ok(())
     }
 
+    /// Sends every UD WR with `qkey` (the peer QP's, when it is not libhrd's default).
+    pub fn set_ud_qkey(&mut self, qkey: u32) -> Result<()> {
+        if self.qp_type != QpType::Ud {
+            return Err(Error::config("only UD WRs carry a Q_Key"));
+        }
+        for i in 0..self.len() {
+            // SAFETY: in bounds; a UD batch's WRs use the `ud` member of the union.
+            unsafe { (*self.wrs.at(i)).wr.ud.remote_qkey = qkey };
+        }
+        Ok(())
+    }
+
     /// Points WR `i`'s SGE at another local address in the batch's region (same length).
     pub fn set_local_addr(&mut self, i: usize, addr: u64) -> Result<()> {
         let sge = self.sges.at(i);

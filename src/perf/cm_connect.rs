@@ -2,6 +2,8 @@
 //! through it, and their disconnection.
 
 #[cfg(has_rdmacm)]
+use std::sync::Arc;
+#[cfg(has_rdmacm)]
 use std::time::Duration;
 
 use super::args::PerfArgs;
@@ -64,6 +66,9 @@ impl Session {
     #[cfg(has_rdmacm)]
     pub(super) fn connect_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
         use crate::verbs::cm::{CmId, CmParams};
+        if self.settings.qp_type == crate::verbs::QpType::Ud {
+            return self.find_ud_peers_through_cm(a);
+        }
         let reads = matches!(self.settings.tool.verb, Verb::Read | Verb::Atomic);
         let depth = if reads { self.out_reads as u8 } else { 0 };
         let params = CmParams {
@@ -113,6 +118,101 @@ impl Session {
         self.cm_ids = ids;
         self.channel.hand_shake(&zero, false, Wait::Setup)?;
         Ok(())
+    }
+
+    /// `-R -c UD`, as perftest: per QP the client asks the server's UDP-space listener for its
+    /// QP (SIDR) and learns its number, Q_Key and path; both QPs take that Q_Key. When the
+    /// server sends too (latency tests, `-b`) it learns the client's QP from a SEND with
+    /// immediate (the client's QP number) that it receives before anything else, and answers
+    /// along that datagram's path.
+    #[cfg(has_rdmacm)]
+    fn find_ud_peers_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
+        use crate::verbs::cm::CmId;
+        use crate::verbs::AddressHandle;
+        let zero = Dest::default();
+        let both_send = self.settings.tool.test == super::Test::Lat || self.settings.duplex;
+        let timeout = super::channel::SETUP_TIMEOUT;
+        if let Some(host) = &a.server {
+            self.channel.hand_shake(&zero, false, Wait::Setup)?;
+            let addr = super::channel::ipv4_of(host, a.port)?;
+            let start = std::time::Instant::now();
+            for q in 0..self.qps.len() {
+                let (id, peer) = loop {
+                    let mut id = CmId::resolve_ud(addr)?;
+                    match id.connect_ud(self.qps[q].qp_num(), timeout) {
+                        Ok(peer) => break (id, peer),
+                        Err(Error::Config(_)) if start.elapsed() < timeout => {
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                };
+                self.qps[q].set_qkey(peer.qkey)?;
+                self.ud_qkey = peer.qkey;
+                let ah = peer.address_handle(self.qps[q].pd())?;
+                self.ud_peers.push((ah, peer.qpn));
+                if both_send {
+                    self.send_own_qpn(q)?;
+                }
+                self.cm_ud_ids.push(id);
+            }
+        } else {
+            let mut listener = None;
+            self.channel
+                .hand_shake_then(&zero, false, Wait::Setup, || {
+                    listener = Some(CmId::listen_ud(a.port, self.qps.len() as i32)?);
+                    Ok(())
+                })?;
+            let listener = listener.expect("set by the handshake");
+            for q in 0..self.qps.len() {
+                let mut id = listener.next_request(Some(timeout))?;
+                let qkey = id.ud_qkey()?;
+                self.qps[q].set_qkey(qkey)?;
+                self.ud_qkey = qkey;
+                // The client's QP number arrives in the first datagram, GRH first.
+                let off = self.geo.local(q as u64) as usize;
+                let mut r = crate::hot::RecvBatch::new(&mut self.qps[q], &self.mr, 1, 44, off, 0)?;
+                if both_send {
+                    r.post(&mut self.qps[q], 1)?;
+                }
+                id.accept_ud(self.qps[q].qp_num())?;
+                if both_send {
+                    let cq = Arc::clone(self.qps[q].recv_cq());
+                    let wc = crate::hot::poll_one(&cq, crate::hot::PollTimeout(timeout))?;
+                    let qpn = wc.imm_data().ok_or_else(|| {
+                        Error::Protocol(
+                            "RDMA CM: the UD client's first SEND has no immediate".into(),
+                        )
+                    })?;
+                    let mut grh = [0u8; 40];
+                    self.mr.read(off, &mut grh);
+                    let ah = AddressHandle::reply_to(self.qps[q].pd(), &self.port, &wc, &grh)?;
+                    self.ud_peers.push((ah, qpn));
+                }
+                self.cm_ud_ids.push(id);
+            }
+        }
+        self.channel.hand_shake(&zero, false, Wait::Setup)?;
+        Ok(())
+    }
+
+    /// Tells the server QP `q`'s number: a SEND with it as immediate (perftest's UD lookup).
+    #[cfg(has_rdmacm)]
+    fn send_own_qpn(&mut self, q: usize) -> Result<()> {
+        let spec = crate::hot::SendSpec {
+            op: crate::verbs::Op::SendImm(self.qps[q].qp_num()),
+            postlist: 1,
+            size: 4,
+            stride: 0,
+            local_offset: self.geo.local(q as u64) as usize,
+            remote_offset: 0,
+            inline: false,
+        };
+        let mut b = self.send_batch(q, spec, None)?;
+        b.set_signaled(0, true);
+        b.post(&mut self.qps[q])?;
+        let cq = Arc::clone(self.qps[q].send_cq());
+        crate::hot::poll_one(&cq, crate::hot::PollTimeout::default()).map(|_| ())
     }
 
     #[cfg(not(has_rdmacm))]

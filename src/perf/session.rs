@@ -42,8 +42,10 @@ pub struct Session {
     pub my: Vec<Dest>,
     /// The peer's QPs.
     pub rem: Vec<Dest>,
-    /// UD: one address handle per QP, to the peer's QP of the same index.
-    ahs: Vec<Arc<AddressHandle>>,
+    /// UD: per QP, the address handle and QP number of the peer's QP of the same index.
+    pub(super) ud_peers: Vec<(Arc<AddressHandle>, u32)>,
+    /// UD: the Q_Key both sides' QPs take (libhrd's and perftest's default; the CM's with -R).
+    pub(super) ud_qkey: u32,
     /// Key messages carry GIDs (RoCE, or `-x`).
     pub with_gid: bool,
     /// Inline limit in effect.
@@ -59,6 +61,9 @@ pub struct Session {
     /// The test QPs' RDMA CM connections (`-R`), one per QP.
     #[cfg(has_rdmacm)]
     pub(super) cm_ids: Vec<crate::verbs::cm::CmId>,
+    /// `-R -c UD`: the ids of the UD lookups (nothing to disconnect).
+    #[cfg(has_rdmacm)]
+    pub(super) cm_ud_ids: Vec<crate::verbs::cm::CmId>,
 }
 
 impl Session {
@@ -238,7 +243,8 @@ impl Session {
             geo,
             my,
             rem: Vec::new(),
-            ahs: Vec::new(),
+            ud_peers: Vec::new(),
+            ud_qkey: crate::verbs::defaults::QKEY,
             with_gid,
             inline,
             out_reads,
@@ -247,6 +253,8 @@ impl Session {
             qp_timeout: a.qp_timeout,
             #[cfg(has_rdmacm)]
             cm_ids: Vec::new(),
+            #[cfg(has_rdmacm)]
+            cm_ud_ids: Vec::new(),
         };
         if a.rdma_cm {
             s.connect_through_cm(a)?;
@@ -322,8 +330,8 @@ impl Session {
             };
             if qp.qp_type() == QpType::Ud {
                 // UD QPs are ready already; a SEND names its peer through an AH.
-                self.ahs
-                    .push(AddressHandle::new(qp.pd(), &self.port, &remote)?);
+                let ah = AddressHandle::new(qp.pd(), &self.port, &remote)?;
+                self.ud_peers.push((ah, r.qpn));
                 continue;
             }
             let p = ConnectParams {
@@ -347,8 +355,12 @@ impl Session {
         remote: Option<Remote>,
     ) -> Result<SendBatch> {
         let (qp, mr) = (&mut self.qps[q], &self.mr);
-        match self.ahs.get(q) {
-            Some(ah) => SendBatch::new_ud(qp, mr, spec, ah, self.rem[q].qpn),
+        match self.ud_peers.get(q) {
+            Some((ah, qpn)) => {
+                let mut b = SendBatch::new_ud(qp, mr, spec, ah, *qpn)?;
+                b.set_ud_qkey(self.ud_qkey)?;
+                Ok(b)
+            }
             None => SendBatch::new(qp, mr, spec, remote),
         }
     }

@@ -150,12 +150,6 @@ impl Settings {
                 if verb != Verb::Send {
                     return Err(refuse("UD connection only possible in SEND verb"));
                 }
-                if a.rdma_cm {
-                    return Err(refuse(
-                        "-c UD with -R is not implemented in rdma-bench yet (UD over the TCP \
-                         exchange is, and RC with -R)",
-                    ));
-                }
                 QpType::Ud
             }
             other => {

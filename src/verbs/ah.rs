@@ -39,6 +39,21 @@ impl AddressHandle {
         }))
     }
 
+    /// An AH from an address vector computed elsewhere (the RDMA CM's path to a UD peer).
+    #[cfg(has_rdmacm)]
+    pub(crate) fn from_attr(
+        pd: &Arc<ProtectionDomain>,
+        mut attr: sys::ibv_ah_attr,
+    ) -> Result<Arc<AddressHandle>> {
+        // SAFETY: the PD is alive and `attr` is fully initialised.
+        let raw = unsafe { sys::ibv_create_ah(pd.as_raw(), &mut attr) };
+        let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_ah"))?;
+        Ok(Arc::new(AddressHandle {
+            raw,
+            _pd: Arc::clone(pd),
+        }))
+    }
+
     /// An AH back to the sender of a UD receive completion `wc` (`ibv_create_ah_from_wc`):
     /// `grh` is a copy of the 40 bytes the receive buffer started with (the GRH, or on RoCE v2
     /// over IPv4 the IPv4 header in its last 20 bytes).

@@ -399,6 +399,21 @@ impl QueuePair {
         self.modify(&rts, mask)
     }
 
+    /// A UD QP's Q_Key (the RDMA CM's, instead of libhrd's default): the key datagrams sent to
+    /// it must carry.
+    pub fn set_qkey(&mut self, qkey: u32) -> Result<()> {
+        if self.qp_type != QpType::Ud {
+            return Err(Error::config("only UD QPs have a Q_Key"));
+        }
+        self.modify(
+            &sys::ibv_qp_attr {
+                qkey,
+                ..Default::default()
+            },
+            M::IBV_QP_QKEY,
+        )
+    }
+
     /// What a peer needs to reach this QP, exposing `mr` (or no memory).
     pub fn info(&self, mr: Option<&MemoryRegion>) -> QpInfo {
         QpInfo {

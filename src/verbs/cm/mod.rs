@@ -1,4 +1,5 @@
-//! RDMA CM (librdmacm): connecting RC QPs by IP address, as perftest's `-R` does.
+//! RDMA CM (librdmacm): connecting RC QPs by IP address, as perftest's `-R` does, and finding a
+//! UD peer's QP ([`ud`]: SIDR).
 //!
 //! The QPs stay ours: made by [`QueuePair::new`] on our own context, moved through RTR and RTS
 //! with the attributes the CM computes (`rdma_init_qp_attr`), their numbers handed to the CM in
@@ -18,6 +19,9 @@ use crate::control::stop_requested;
 use crate::error::{Error, Result};
 use crate::sys;
 use sys::rdma_cm_event_type as E;
+
+mod ud;
+pub use ud::UdPeer;
 
 /// How long address and route resolution may take (perftest's 2000 ms).
 const RESOLVE_MS: i32 = 2000;
@@ -50,6 +54,8 @@ pub struct CmEvent {
     id: *mut sys::rdma_cm_id,
     /// The listener, for a connect request.
     listen_id: *mut sys::rdma_cm_id,
+    /// A UDP-space id's ESTABLISHED: the peer's QP, Q_Key and path.
+    ud: Option<UdPeer>,
 }
 
 /// The CM's name for an event type.
@@ -108,13 +114,20 @@ impl EventChannel {
         if rc != 0 || ev.is_null() {
             return Err(Error::last_os("rdma_get_cm_event"));
         }
-        // SAFETY: `ev` is a live event until acknowledged; its fields are plain data.
+        // SAFETY: `ev` is a live event until acknowledged; its fields are plain data, and the
+        // `ud` member of its parameter union is the one set for a UDP id's ESTABLISHED.
         let out = unsafe {
+            let udp = !(*ev).id.is_null() && (*(*ev).id).ps == sys::rdma_port_space::RDMA_PS_UDP;
             CmEvent {
                 kind: (*ev).event,
                 status: (*ev).status,
                 id: (*ev).id,
                 listen_id: (*ev).listen_id,
+                ud: (udp && (*ev).event == E::RDMA_CM_EVENT_ESTABLISHED).then(|| UdPeer {
+                    ah_attr: (*ev).param.ud.ah_attr,
+                    qpn: (*ev).param.ud.qp_num,
+                    qkey: (*ev).param.ud.qkey,
+                }),
             }
         };
         // SAFETY: `ev` came from rdma_get_cm_event and is acknowledged once.
@@ -136,8 +149,8 @@ pub struct CmParams {
     pub rnr_retry_count: u8,
 }
 
-/// A CM id (`rdma_cm_id`) in the TCP port space; destroyed on drop (the kernel then sends the
-/// peer a disconnect if the connection is up).
+/// A CM id (`rdma_cm_id`) in the TCP port space (RC connections) or the UDP one (UD peers);
+/// destroyed on drop (the kernel then sends the peer a disconnect if the connection is up).
 pub struct CmId {
     raw: NonNull<sys::rdma_cm_id>,
     channel: Arc<EventChannel>,
@@ -173,16 +186,11 @@ fn check(rc: i32, what: &'static str) -> Result<()> {
 }
 
 impl CmId {
-    fn new(channel: &Arc<EventChannel>) -> Result<CmId> {
+    fn new(channel: &Arc<EventChannel>, ps: u32) -> Result<CmId> {
         let mut raw: *mut sys::rdma_cm_id = std::ptr::null_mut();
         // SAFETY: the channel is alive; `raw` receives the new id.
         let rc = unsafe {
-            sys::rdma_create_id(
-                channel.raw.as_ptr(),
-                &mut raw,
-                std::ptr::null_mut(),
-                sys::rdma_port_space::RDMA_PS_TCP,
-            )
+            sys::rdma_create_id(channel.raw.as_ptr(), &mut raw, std::ptr::null_mut(), ps)
         };
         check(rc, "rdma_create_id")?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("rdma_create_id"))?;
@@ -208,7 +216,11 @@ impl CmId {
 
     /// A new id on its own channel, its address and route to `dst` resolved.
     pub fn resolve(dst: SocketAddrV4) -> Result<CmId> {
-        let id = CmId::new(&EventChannel::new()?)?;
+        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_TCP)
+    }
+
+    fn resolve_in(dst: SocketAddrV4, ps: u32) -> Result<CmId> {
+        let id = CmId::new(&EventChannel::new()?, ps)?;
         let mut sa = sockaddr(dst);
         // SAFETY: the id is alive; `sa` is a valid sockaddr_in for the call.
         let rc = unsafe {
@@ -233,7 +245,11 @@ impl CmId {
 
     /// A listening id on `port` of every IPv4 address.
     pub fn listen(port: u16, backlog: i32) -> Result<CmId> {
-        let id = CmId::new(&EventChannel::new()?)?;
+        Self::listen_in(port, backlog, sys::rdma_port_space::RDMA_PS_TCP)
+    }
+
+    fn listen_in(port: u16, backlog: i32, ps: u32) -> Result<CmId> {
+        let id = CmId::new(&EventChannel::new()?, ps)?;
         let mut sa = sockaddr(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, port));
         // SAFETY: the id is alive; `sa` is a valid sockaddr_in.
         let rc = unsafe {
