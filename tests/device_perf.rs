@@ -529,6 +529,15 @@ fn size_sweeps_run_every_size_in_one_connection() {
     check_lat("send-lat", &s, &c, &sizes, 5);
     let (s, c) = pair("send-bw", Who::Ours, Who::Perftest, &["-a", "-n", "5"]);
     check_bw("send-bw", &s, &c, &sizes, 5, (Who::Ours, Who::Perftest));
+    // send_bw's -b sweep exchanges each size's reports before it meets, write_bw's after.
+    for t in ["send-bw", "write-bw"] {
+        let (s, c) = pair(t, Who::Perftest, Who::Ours, &["-b", "-a", "-n", "5"]);
+        let (sr, cr) = (table(&s, BW_HEADER), table(&c, BW_HEADER));
+        assert_eq!((sr.len(), cr.len()), (23, 23), "{t}:\n{s}\n{c}");
+        for (a, b) in sr.iter().zip(&cr) {
+            assert_eq!((a[0], a[1]), (b[0], b[1]), "{t}:\n{s}\n{c}");
+        }
+    }
 }
 
 #[test]

@@ -41,8 +41,10 @@ pub enum Wait {
 impl Wait {
     /// After a stop request a set-up read still waits a little, so that a stopped side closes
     /// properly with a peer that answers (a stopped --run_infinitely client meets its server).
-    pub(super) fn in_stop_grace(self, since: Instant) -> bool {
-        matches!(self, Wait::Setup) && since.elapsed() < STOP_GRACE
+    /// `stopped` is when the read first saw the request.
+    pub(super) fn in_stop_grace(self, stopped: &mut Option<Instant>) -> bool {
+        let t = *stopped.get_or_insert_with(Instant::now);
+        matches!(self, Wait::Setup) && t.elapsed() < STOP_GRACE
     }
 }
 
@@ -214,6 +216,7 @@ impl Channel {
             Link::Cm(link) => return link.recv(buf, wait),
         };
         let start = Instant::now();
+        let mut stopped = None;
         let mut got = 0;
         while got < buf.len() {
             match stream.read(&mut buf[got..]) {
@@ -225,7 +228,7 @@ impl Channel {
                 }
                 Ok(n) => got += n,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    if stop_requested() && !wait.in_stop_grace(start) {
+                    if stop_requested() && !wait.in_stop_grace(&mut stopped) {
                         return Err(Error::Stopped(format!(
                             "stopped while waiting for {}",
                             self.peer

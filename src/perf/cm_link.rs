@@ -168,6 +168,7 @@ impl CmLink {
         let mut wc = [WorkCompletion::default()];
         let cq = Arc::clone(self.qp.recv_cq());
         let mut empty: u32 = 0;
+        let mut stopped = None;
         loop {
             if cq.poll(&mut wc)? == 1 {
                 wc[0].result()?;
@@ -175,7 +176,7 @@ impl CmLink {
             }
             empty = empty.wrapping_add(1);
             if empty % 4096 == 0 {
-                if stop_requested() && !wait.in_stop_grace(start) {
+                if stop_requested() && !wait.in_stop_grace(&mut stopped) {
                     return Err(Error::Stopped("stopped while waiting for the peer".into()));
                 }
                 if self.id.peer_disconnected() {

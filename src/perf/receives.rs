@@ -16,52 +16,70 @@ use crate::verbs::{CompletionQueue, QpType, WorkCompletion};
 
 /// Over UC and UD a receiver that has heard nothing for this long once SENDs flowed takes the
 /// rest as lost (a SEND that finds no RECV is dropped): it reports what arrived.
-const LOSS_QUIET: Duration = Duration::from_secs(2);
+const LOSS_QUIET: Duration = Duration::from_secs(5);
 
-/// Each QP's RECVs for one size, and how many SENDs arrived.
+/// Each QP's RECVs, and how many SENDs of the current size arrived.
 pub struct Receives {
     batches: Vec<RecvBatch>,
+    /// Per QP, RECVs posted for the current size (one a lost SEND left posted counts).
     posted: Vec<u64>,
+    /// Per QP, RECVs on the queue now.
+    queued: Vec<u64>,
     qpns: Vec<u32>,
     cq: Arc<CompletionQueue>,
     wcs: [WorkCompletion; POLL_BATCH],
     /// Per QP, RECVs are reposted until this many were posted (every time in a timed run).
     iters: Option<u64>,
-    /// SENDs received, all QPs.
+    rx_depth: u64,
+    /// SENDs of the current size received, all QPs.
     pub rcnt: u64,
     lossy: bool,
     quiet: StallGuard,
 }
 
 impl Receives {
-    /// Posts each QP's first `rx_depth` RECVs for `size`-byte messages (perftest's
-    /// ctx_set_recv_wqes), before the handshake that lets the peer send.
-    pub fn post(s: &mut Session, size: u64) -> Result<Receives> {
+    /// Each QP's RECVs for the whole run, nothing posted yet. They take the run's largest
+    /// size, so that a RECV a lost SEND (UC, UD) left posted fits any later size of a sweep.
+    pub fn new(s: &mut Session) -> Result<Receives> {
         let nq = s.qps.len();
         let mut batches = Vec::with_capacity(nq);
         for q in 0..nq {
-            let mut r = s.recv_batch(q, size)?;
-            for _ in 0..s.settings.rx_depth {
-                r.post(&mut s.qps[q], 1)?;
-            }
-            batches.push(r);
+            batches.push(s.recv_batch(q, s.settings.alloc_size)?);
         }
         Ok(Receives {
             batches,
-            posted: vec![u64::from(s.settings.rx_depth); nq],
+            posted: vec![0; nq],
+            queued: vec![0; nq],
             qpns: s.qps.iter().map(|q| q.qp_num()).collect(),
             cq: Arc::clone(s.qps[0].recv_cq()),
             wcs: [WorkCompletion::default(); POLL_BATCH],
             iters: (s.settings.window().is_none()).then(|| s.settings.iters()),
+            rx_depth: u64::from(s.settings.rx_depth),
             rcnt: 0,
             lossy: s.settings.qp_type != QpType::Rc,
             quiet: StallGuard::with_limit(LOSS_QUIET).sleeping(s.settings.events.is_some()),
         })
     }
 
-    /// Reaps everything that arrived and reposts those RECVs; returns how many arrived. It
-    /// drains the CQ: a sender that also posts (`-b`) reaps in bursts, and RECVs reposted 16 at a
-    /// time would fall behind and run the queue dry (RNR waits on RC, drops on UC/UD).
+    /// Before a size's handshake (perftest's ctx_set_recv_wqes): fills every QP's receive
+    /// queue to `rx_depth` RECVs, counting any a lost SEND left there, and restarts the counts.
+    pub fn begin_size(&mut self, s: &mut Session) -> Result<()> {
+        for q in 0..self.batches.len() {
+            for _ in self.queued[q]..self.rx_depth {
+                self.batches[q].post(&mut s.qps[q], 1)?;
+            }
+            self.queued[q] = self.queued[q].max(self.rx_depth);
+            self.posted[q] = self.queued[q];
+        }
+        self.rcnt = 0;
+        self.quiet.progress();
+        Ok(())
+    }
+
+    /// Reaps what arrived and reposts those RECVs; returns how many arrived. It drains the CQ,
+    /// up to `rx_depth` completions (as perftest's run_iter_bi polls): a sender that also posts
+    /// (`-b`) reaps in bursts, and RECVs reposted 16 at a time would fall behind and run the
+    /// queue dry (RNR waits on RC, drops on UC/UD).
     #[inline]
     pub fn poll(&mut self, s: &mut Session) -> Result<u64> {
         let mut total = 0;
@@ -74,13 +92,15 @@ impl Receives {
                     .iter()
                     .position(|&x| x == wc.qp_num())
                     .unwrap_or(0);
+                self.queued[q] -= 1;
                 if self.iters.is_none_or(|i| self.posted[q] < i) {
                     self.batches[q].post(&mut s.qps[q], 1)?;
                     self.posted[q] += 1;
+                    self.queued[q] += 1;
                 }
             }
             total += n as u64;
-            if n < POLL_BATCH {
+            if n < POLL_BATCH || total >= self.rx_depth {
                 break;
             }
         }

@@ -144,18 +144,18 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     let gbits = s.settings.gbits;
     let sweep = s.settings.sizes.len() > 1;
     let send = s.settings.tool.verb == Verb::Send;
+    let mut rx = if send { Some(Receives::new(s)?) } else { None };
     for size in s.settings.sizes.clone() {
         if s.settings.warm_up {
             warm_up(s, size)?;
         }
-        let mut rx = if send {
-            Some(Receives::post(s, size)?)
-        } else {
-            None
-        };
+        if let Some(r) = rx.as_mut() {
+            r.begin_size(s)?;
+        }
         s.sync(Wait::Test)?;
         let mine = post_side(s, size, rx.as_mut(), |_| {})?;
-        if sweep {
+        // write_bw meets before it exchanges reports, send_bw after.
+        if sweep && !send {
             s.sync(Wait::Test)?;
         }
         if send && s.settings.window().is_some() {
@@ -164,6 +164,9 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
             continue;
         }
         let theirs = row_of(&s.channel.exchange_bw_report(&report_of(&mine))?);
+        if sweep && send {
+            s.sync(Wait::Test)?;
+        }
         let both = BwRow {
             peak: mine.peak + theirs.peak,
             avg: mine.avg + theirs.avg,
@@ -212,14 +215,22 @@ fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     let sweep = s.settings.sizes.len() > 1;
     let infinite = s.settings.infinite;
     let print = |r: &BwRow| println!("{}", bw_row(r, gbits));
+    let mut rx = if s.settings.is_client {
+        None
+    } else {
+        Some(Receives::new(s)?)
+    };
     for size in s.settings.sizes.clone() {
-        let r = if s.settings.is_client {
-            s.sync(Wait::Test)?;
-            post_side(s, size, None, print)?
-        } else {
-            let mut rx = Receives::post(s, size)?;
-            s.sync(Wait::Test)?;
-            receive_side(s, size, &mut rx, print)?
+        let r = match rx.as_mut() {
+            None => {
+                s.sync(Wait::Test)?;
+                post_side(s, size, None, print)?
+            }
+            Some(rx) => {
+                rx.begin_size(s)?;
+                s.sync(Wait::Test)?;
+                receive_side(s, size, rx, print)?
+            }
         };
         if !infinite {
             println!("{}", bw_row(&r, gbits));
