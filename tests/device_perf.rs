@@ -720,7 +720,28 @@ fn run_infinitely_reports_every_window_until_stopped() {
     let args = ["-s", "64", "--run_infinitely", "-D", "1"];
     let (cr, _) = interrupted_pair(&args, Duration::from_millis(4500));
     let (scr, ssr) = interrupted("send-bw", &args, Duration::from_millis(4500));
-    for rows in [&cr, &scr, &ssr] {
+    // -b: both sides post and print their own direction per window, until both are stopped.
+    let port = next_port();
+    let bargs = ["-s", "64", "-b", "--run_infinitely", "-D", "1"];
+    let srv = command(Who::Ours, "write-bw", &bargs, port, None)
+        .spawn()
+        .unwrap();
+    let ip = env("RDMA_BENCH_IP");
+    let cli = command(Who::Ours, "write-bw", &bargs, port, Some(&ip))
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(4500));
+    for pid in [cli.id(), srv.id()] {
+        // SAFETY: kill(2) on our own child's pid; `timeout` forwards the signal to the tool.
+        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    }
+    let (bc, bs) = (wait(cli), wait(srv));
+    let mut both = Vec::new();
+    for r in [&bc, &bs] {
+        assert_eq!(r.code, 130, "{}{}", r.out, r.err);
+        both.push(table(&r.out, BW_HEADER));
+    }
+    for rows in [&cr, &scr, &ssr, &both[0], &both[1]] {
         assert!(rows.len() >= 2, "{rows:?}");
         for r in rows.iter() {
             assert!(

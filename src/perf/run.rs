@@ -144,6 +144,17 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     let gbits = s.settings.gbits;
     let sweep = s.settings.sizes.len() > 1;
     let send = s.settings.tool.verb == Verb::Send;
+    if s.settings.infinite {
+        // Each side prints its own direction per window until stopped (perftest prints its own
+        // doubled, assuming the other is the same); stop both sides.
+        let size = s.settings.sizes[0];
+        s.sync(Wait::Test)?;
+        let last = post_side(s, size, None, |r| println!("{}", bw_row(r, gbits)))?;
+        rows.push(bw_json(&last));
+        println!("{RESULT_LINE}");
+        let mine = s.my[0];
+        return s.channel.close(&mine, s.with_gid);
+    }
     let mut rx = if send { Some(Receives::new(s)?) } else { None };
     for size in s.settings.sizes.clone() {
         if s.settings.warm_up {

@@ -50,11 +50,6 @@ pub(super) fn refuse_combinations(tool: Tool, a: &PerfArgs) -> Result<()> {
                 "run_infinitely mode is not supported in SEND Bidirectional BW test",
             ));
         }
-        if a.bidirectional {
-            return Err(refuse(
-                "--run_infinitely with -b is not implemented in rdma-bench yet",
-            ));
-        }
         if a.iters.is_some() || a.all {
             return Err(refuse(
                 "--run_infinitely runs until stopped: drop -n and -a",
