@@ -55,7 +55,7 @@ pub struct PerfArgs {
     /// Number of QPs (BW tests)
     #[arg(short = 'q', long = "qp", value_parser = parse_number)]
     pub qps: Option<u64>,
-    /// Transport: RC (UC and UD are not implemented yet)
+    /// Transport: RC; UC (WRITE and SEND tests); UD (send-bw, send-lat)
     #[arg(
         short = 'c',
         long = "connection",
