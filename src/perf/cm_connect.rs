@@ -84,31 +84,16 @@ impl Session {
             let addr = super::channel::ipv4_of(host, a.port)?;
             let start = std::time::Instant::now();
             for qp in &mut self.qps {
-                loop {
+                let id = retry_rejected(start, || {
                     let mut id = CmId::resolve(addr)?;
-                    match id.connect(qp, params, super::channel::SETUP_TIMEOUT) {
-                        Ok(()) => {
-                            ids.push(id);
-                            break;
-                        }
-                        // The listener may not be there yet (perftest opens it late).
-                        Err(Error::Config(_))
-                            if start.elapsed() < super::channel::SETUP_TIMEOUT =>
-                        {
-                            std::thread::sleep(Duration::from_millis(100));
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
+                    id.connect(qp, params, super::channel::SETUP_TIMEOUT)?;
+                    Ok(id)
+                })?;
+                ids.push(id);
             }
         } else {
-            let mut listener = None;
-            self.channel
-                .hand_shake_then(&zero, false, Wait::Setup, || {
-                    listener = Some(CmId::listen(a.port, self.qps.len() as i32)?);
-                    Ok(())
-                })?;
-            let listener = listener.expect("set by the handshake");
+            let backlog = self.qps.len() as i32;
+            let listener = self.listen_in_handshake(|| CmId::listen(a.port, backlog))?;
             for qp in &mut self.qps {
                 let mut id = listener.next_request(Some(super::channel::SETUP_TIMEOUT))?;
                 id.accept(qp, params)?;
@@ -137,16 +122,12 @@ impl Session {
             let addr = super::channel::ipv4_of(host, a.port)?;
             let start = std::time::Instant::now();
             for q in 0..self.qps.len() {
-                let (id, peer) = loop {
+                let qpn = self.qps[q].qp_num();
+                let (id, peer) = retry_rejected(start, || {
                     let mut id = CmId::resolve_ud(addr)?;
-                    match id.connect_ud(self.qps[q].qp_num(), timeout) {
-                        Ok(peer) => break (id, peer),
-                        Err(Error::Config(_)) if start.elapsed() < timeout => {
-                            std::thread::sleep(Duration::from_millis(100));
-                        }
-                        Err(e) => return Err(e),
-                    }
-                };
+                    let peer = id.connect_ud(qpn, timeout)?;
+                    Ok((id, peer))
+                })?;
                 self.qps[q].set_qkey(peer.qkey)?;
                 self.ud_qkey = peer.qkey;
                 let ah = peer.address_handle(self.qps[q].pd())?;
@@ -157,13 +138,8 @@ impl Session {
                 self.cm_ud_ids.push(id);
             }
         } else {
-            let mut listener = None;
-            self.channel
-                .hand_shake_then(&zero, false, Wait::Setup, || {
-                    listener = Some(CmId::listen_ud(a.port, self.qps.len() as i32)?);
-                    Ok(())
-                })?;
-            let listener = listener.expect("set by the handshake");
+            let backlog = self.qps.len() as i32;
+            let listener = self.listen_in_handshake(|| CmId::listen_ud(a.port, backlog))?;
             for q in 0..self.qps.len() {
                 let mut id = listener.next_request(Some(timeout))?;
                 let qkey = id.ud_qkey()?;
@@ -194,6 +170,22 @@ impl Session {
         }
         self.channel.hand_shake(&zero, false, Wait::Setup)?;
         Ok(())
+    }
+
+    /// The server's first handshake, with `listen` run before it answers, so that the client
+    /// never finds the listener closed.
+    #[cfg(has_rdmacm)]
+    fn listen_in_handshake(
+        &mut self,
+        listen: impl FnOnce() -> Result<crate::verbs::cm::CmId>,
+    ) -> Result<crate::verbs::cm::CmId> {
+        let mut listener = None;
+        self.channel
+            .hand_shake_then(&Dest::default(), false, Wait::Setup, || {
+                listener = Some(listen()?);
+                Ok(())
+            })?;
+        Ok(listener.expect("set by the handshake"))
     }
 
     /// Tells the server QP `q`'s number: a SEND with it as immediate (perftest's UD lookup).
@@ -233,6 +225,23 @@ impl Drop for Session {
             for id in &self.cm_ids {
                 id.wait_disconnected(Duration::from_secs(2));
             }
+        }
+    }
+}
+
+/// Retries `attempt` while the server rejects it, until the set-up timeout from `start`: the
+/// listener may not be there yet (perftest opens it late).
+#[cfg(has_rdmacm)]
+fn retry_rejected<T>(
+    start: std::time::Instant,
+    mut attempt: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    loop {
+        match attempt() {
+            Err(Error::Config(_)) if start.elapsed() < super::channel::SETUP_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            r => return r,
         }
     }
 }
