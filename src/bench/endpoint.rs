@@ -192,6 +192,28 @@ pub fn hello(
     remote: &Entry,
     wait: WaitOptions,
 ) -> Result<()> {
+    hello_all(&mut [Hello { qp, peer, remote }], mr, my_run, wait)
+}
+
+/// One connection of [`hello_all`]. Its QP's send and receive completions go to one CQ.
+pub struct Hello<'a> {
+    /// The connected QP.
+    pub qp: &'a mut QueuePair,
+    /// The peer's name, for errors.
+    pub peer: &'a str,
+    /// The peer's entry (its run id is what its hello carries).
+    pub remote: &'a Entry,
+}
+
+/// [`hello`] over many connections at once: every SEND is posted before any answer is awaited,
+/// so peers that check their connections in different orders never wait on each other. `mr` is
+/// a region of the QPs' PD (the hellos move no bytes).
+pub fn hello_all(
+    conns: &mut [Hello<'_>],
+    mr: &Arc<MemoryRegion>,
+    my_run: u64,
+    wait: WaitOptions,
+) -> Result<()> {
     let spec = SendSpec {
         op: Op::SendImm(my_run as u32),
         postlist: 1,
@@ -201,29 +223,46 @@ pub fn hello(
         remote_offset: 0,
         inline: true,
     };
-    let mut send = SendBatch::new(qp, mr, spec, None)?;
-    send.set_signaled(0, true);
-    send.post(qp)?;
+    for c in conns.iter_mut() {
+        let mut send = SendBatch::new(c.qp, mr, spec, None)?;
+        send.set_signaled(0, true);
+        send.post(c.qp)?;
+    }
+    // A peer with many connections of its own answers ours only once all of its peers were
+    // ready: give it the whole connect timeout (a killed peer still fails RC's SEND at once).
+    let bound = if conns.len() > 1 {
+        HELLO_TIMEOUT.max(wait.timeout)
+    } else {
+        HELLO_TIMEOUT
+    };
+    let deadline = Instant::now() + bound;
+    for c in conns.iter() {
+        await_hello(c, deadline, wait)?;
+    }
+    Ok(())
+}
+
+/// Waits for our hello's completion and the peer's hello on `c`.
+fn await_hello(c: &Hello<'_>, deadline: Instant, wait: WaitOptions) -> Result<()> {
     let lost = |what: String| Error::PeerLost {
-        peer: peer.to_string(),
+        peer: c.peer.to_string(),
         what,
     };
-    let cq = Arc::clone(qp.send_cq());
-    let deadline = Instant::now() + HELLO_TIMEOUT;
+    let cq = c.qp.send_cq();
     let (mut sent, mut heard) = (false, false);
     let mut wc = [WorkCompletion::default()];
     while !(sent && heard) {
         if cq.poll(&mut wc)? == 0 {
             if Instant::now() >= deadline {
                 return Err(lost(format!(
-                    "its QP did not answer the connection check within {} (a killed run's \
-                     entry? it expires within {ENTRY_TTL_S} s)",
-                    crate::error::fmt_secs(HELLO_TIMEOUT)
+                    "its QP did not answer the connection check in time (a killed run's \
+                     entry? it expires within {ENTRY_TTL_S} s)"
                 )));
             }
             if wait.stop.is_some_and(|stop| stop()) {
                 return Err(Error::Stopped(format!(
-                    "stopped while checking the connection to {peer}"
+                    "stopped while checking the connection to {}",
+                    c.peer
                 )));
             }
             std::thread::yield_now();
@@ -238,9 +277,10 @@ pub fn hello(
         if wc[0].opcode() == sys_wc_send() {
             sent = true;
         } else {
-            if wc[0].imm_data() != Some(remote.run_id as u32) {
+            if wc[0].imm_data() != Some(c.remote.run_id as u32) {
                 return Err(Error::protocol(format!(
-                    "the connection check from {peer} carried {:?}, not its run id",
+                    "the connection check from {} carried {:?}, not its run id",
+                    c.peer,
                     wc[0].imm_data()
                 )));
             }

@@ -13,6 +13,7 @@ pub mod runner;
 pub mod seq_verify;
 pub mod ud_rpc;
 
+pub mod rc_swarm;
 pub mod rw_allsig;
 pub mod rw_postlist_latency;
 pub mod rw_tput;

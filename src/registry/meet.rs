@@ -86,6 +86,90 @@ impl Registry {
         Ok(remote)
     }
 
+    /// Waits for the live entries of every name in `names` together: each must appear, then its
+    /// heartbeat must move, all watched in the same [`LIVE_WINDOW`] (so meeting many peers costs
+    /// one window, not one per peer). A stale or replaced entry falls back to [`wait_live`]'s
+    /// rules for that name.
+    ///
+    /// [`wait_live`]: Self::wait_live
+    pub fn wait_live_all(&self, names: &[String], opts: WaitOptions) -> Result<Vec<Entry>> {
+        let deadline = Instant::now() + opts.timeout;
+        let left = || WaitOptions {
+            timeout: deadline.saturating_duration_since(Instant::now()),
+            ..opts
+        };
+        let mut first = Vec::with_capacity(names.len());
+        for name in names {
+            first.push(self.wait_for(name, left())?);
+        }
+        let mut live: Vec<Option<Entry>> = vec![None; names.len()];
+        let mut recheck = vec![false; names.len()];
+        let seen = Instant::now();
+        while seen.elapsed() < LIVE_WINDOW
+            && live.iter().zip(&recheck).any(|(l, r)| l.is_none() && !r)
+        {
+            std::thread::sleep(POLL_INTERVAL);
+            live::refresh_if_due(self)?;
+            if opts.stop.is_some_and(|stop| stop()) {
+                return Err(Error::Stopped("stopped while waiting for peers".into()));
+            }
+            for (i, name) in names.iter().enumerate() {
+                if live[i].is_some() || recheck[i] {
+                    continue;
+                }
+                match self.lookup(name)? {
+                    Some(now) if now.run_id == first[i].run_id && now.info == first[i].info => {
+                        if now.beat != first[i].beat {
+                            live[i] = Some(now);
+                        }
+                    }
+                    _ => recheck[i] = true,
+                }
+            }
+        }
+        names
+            .iter()
+            .zip(live)
+            .map(|(name, l)| match l {
+                Some(e) => Ok(e),
+                None => self.wait_live(name, left()),
+            })
+            .collect()
+    }
+
+    /// Meets many connected peers at once. For each [`Meeting`]: publishes our entry (all
+    /// before any wait), waits for the peers' live entries together ([`wait_live_all`]), runs
+    /// `connect(i, peer)` (bring QP `i` to RTS, post what the peer's first message needs), marks
+    /// our side ready, and finally waits until every peer is marked ready by the run we connected
+    /// to. Unlike [`rendezvous`] called in a loop, the parties need no common order: a process
+    /// meeting many others never waits on one that is itself waiting on a third.
+    ///
+    /// [`wait_live_all`]: Self::wait_live_all
+    /// [`rendezvous`]: Self::rendezvous
+    pub fn rendezvous_all(
+        &self,
+        meetings: &[Meeting],
+        wait: WaitOptions,
+        mut connect: impl FnMut(usize, &QpInfo) -> Result<()>,
+    ) -> Result<Vec<Entry>> {
+        for m in meetings {
+            self.publish(&m.me, &m.info)?;
+        }
+        let peers: Vec<String> = meetings.iter().map(|m| m.peer.clone()).collect();
+        let remotes = self.wait_live_all(&peers, wait).map_err(stale_hint)?;
+        for (i, (m, remote)) in meetings.iter().zip(&remotes).enumerate() {
+            connect(i, &remote.info)?;
+            self.publish_ready(&m.me)?;
+        }
+        for (m, remote) in meetings.iter().zip(&remotes) {
+            self.wait(&format!("{} (ready)", m.peer), wait, |r| {
+                r.ready_run(&m.peer, Some(remote.run_id), remote.published_ms)
+            })
+            .map_err(stale_hint)?;
+        }
+        Ok(remotes)
+    }
+
     /// Publishes a UD QP (`info`, already able to receive) and marks it ready in one step.
     pub fn announce(&self, me: &str, info: &QpInfo) -> Result<()> {
         self.publish(me, info)?;
@@ -99,6 +183,18 @@ impl Registry {
             .map_err(stale_hint)?;
         Ok(remote)
     }
+}
+
+/// One connection of [`Registry::rendezvous_all`]: our QP's name and attributes, and the name of
+/// the peer QP it connects to.
+#[derive(Debug, Clone)]
+pub struct Meeting {
+    /// Our entry's name.
+    pub me: String,
+    /// The peer's entry's name.
+    pub peer: String,
+    /// What our entry publishes.
+    pub info: QpInfo,
 }
 
 /// A wait that timed out may have been a stale entry's doing: say what to check, keep the kind.

@@ -21,6 +21,7 @@ mod result;
 mod wire;
 
 pub use live::{tend, PeerWatch, ENTRY_TTL_S};
+pub use meet::Meeting;
 pub use result::ResultRecord;
 pub use wire::{decode, encode, Entry, VALUE_LEN};
 
