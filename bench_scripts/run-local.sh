@@ -5,10 +5,12 @@
 #
 #   bench_scripts/run-local.sh rw-tput-sender --size 32 --postlist 16 --do-read 1 [--duration 5]
 #   bench_scripts/run-local.sh write-bw -s 32 -n 100000       (perftest's tools: rdma-bench <tool>)
+#   bench_scripts/run-local.sh rc-swarm --num-threads 2 --vms-per-process 2 [--num-processes N]
 #
 # Both processes get the same flags (the client also --is-client 1); a private memcached on a
 # free loopback port is the registry. The passive side outlives the active one and leaves when
-# the active side says it is done. perftest's tools need no registry: the client reaches the
+# the active side says it is done. rc-swarm runs --num-processes (default 2) equal processes
+# ([proc<i>] prefixed), each ending with its "Machine <i> average" line. perftest's tools need no registry: the client reaches the
 # server over TCP; --duration becomes -D unless -n or -a is given, --json writes each side's JSON.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +22,7 @@ case $1 in -h | --help) usage; exit 0 ;; esac
 bench=$1; shift
 case $bench in
   rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability) ;;
-  ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd) ;;
+  ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd | rc-swarm) ;;
   write-bw | write-lat | read-bw | read-lat | send-bw | send-lat | atomic-bw | atomic-lat) ;;
   *) echo "run-local.sh: unknown benchmark '$bench'" >&2; exit 2 ;;
 esac
@@ -75,12 +77,14 @@ command -v memcached >/dev/null || { echo "run-local.sh: memcached not installed
 # server's thread count is a flag of its own (--num-server-threads), --num-threads goes to the
 # client only.
 duration=3
+nproc=2
 args=()
 client_args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --duration) duration=$2; shift 2 ;;
     --duration=*) duration=${1#*=}; shift ;;
+    --num-processes | --num_processes) nproc=$2; shift 2 ;;
     --num-threads | --num_threads)
       case $bench in
         ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | herd) client_args+=("$1" "$2") ;;
@@ -119,6 +123,20 @@ for _ in $(seq 20); do
 done
 [ -n "$mc" ] || { echo "run-local.sh: could not start memcached on a loopback port" >&2; exit 1; }
 
+common=(--registry "127.0.0.1:$port" "${dev_args[@]}")
+# rc-swarm: N equal processes, one per emulated machine.
+if [ "$bench" = rc-swarm ]; then
+  [[ $nproc =~ ^[0-9]+$ ]] || { echo "run-local.sh: --num-processes must be a number" >&2; exit 2; }
+  for ((i = 0; i < nproc; i++)); do
+    "$bin" "${args[@]}" "${common[@]}" --process-id "$i" --num-processes "$nproc" --duration "$duration" \
+      > >(sed -u "s/^/[proc$i] /") 2> >(sed -u "s/^/[proc$i] /" >&2) &
+    pids+=($!)
+  done
+  rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  exit $rc
+fi
+
 # Who counts: the passive side runs longer and leaves on the active side's "done".
 case $bench in
   rw-tput-receiver | ud-sender | ud-receiver) server_d=$duration; client_d=$duration ;;
@@ -128,7 +146,6 @@ case $bench in rw-tput-receiver | ss-sequencer | ss-echo | atomics-sequencer | w
 
 server_label=server
 case $bench in ws-sequencer | ws-echo | herd) server_label=worker ;; esac
-common=(--registry "127.0.0.1:$port" "${dev_args[@]}")
 # ws-*: a master process makes the request region and the clients' QPs; the server side is
 # its worker process.
 case $bench in

@@ -13,17 +13,18 @@ set -uo pipefail
 readonly PROG=softroce.sh
 readonly CACHE="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdma-bench/softroce"
 # Bump when the initramfs recipe changes so that `setup` rebuilds it.
-readonly RECIPE=4
+readonly RECIPE=5
 # Guest network: TEST-NET-1 addresses that exist only inside the guests.
 readonly NET_PREFIX=192.0.2
 readonly GUEST_MTU=9000
 readonly HUGEPAGES=256
 
 APT_PACKAGES=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-providers ibverbs-utils
-  libibverbs-dev librdmacm-dev perftest memcached iproute2 libclang-dev valgrind pkg-config)
+  libibverbs-dev librdmacm-dev perftest memcached iproute2 libclang-dev valgrind pkg-config
+  openmpi-bin openssh-client procps)
 # Commands and files whose presence means "the package is there" (cheap check for a no-op setup).
 PRESENCE=(qemu-system-x86_64 /bin/busybox cpio depmod ibv_devinfo ib_write_bw memcached rdma
-  /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h valgrind pkg-config)
+  /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h valgrind pkg-config mpirun ssh pkill)
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 note() { [ "${SOFTROCE_VERBOSE:-0}" = 1 ] && echo "$PROG: $*" >&2; return 0; }
@@ -31,7 +32,7 @@ note() { [ "${SOFTROCE_VERBOSE:-0}" = 1 ] && echo "$PROG: $*" >&2; return 0; }
 usage() {
   cat <<'USAGE'
 usage: softroce.sh setup
-       softroce.sh run [--nodes 1-4] [--share DIR] [--timeout SECS] -- CMD [ARGS...]
+       softroce.sh run [--nodes 1-4] [--sshd] [--share DIR] [--timeout SECS] -- CMD [ARGS...]
 
 setup   Install missing packages (Debian/Ubuntu), fetch Debian's linux-image-amd64 (unpacked, never
         installed) and build a small initramfs, all under $XDG_CACHE_HOME/rdma-bench/softroce
@@ -52,6 +53,10 @@ run     Run CMD where a Soft-RoCE (or real) RDMA device is ACTIVE and exit with 
                       of them>; output lines are prefixed [node<n>]; the exit code is the first
                       non-zero one. Each guest costs a TCG emulator on the host's cores: with more
                       guests than cores, boots and runs slow down in proportion.
+        --sshd        (guests only) start sshd in every guest before CMD; root on each guest
+                      reaches the others with a plain `ssh <address>` (a key made for this run,
+                      no host key checks): what multi-machine launchers such as
+                      bench_scripts/rc-swarm/run-all.sh need.
         --share DIR   writable from inside the guest; what CMD writes there is on the host afterwards
                       (default ./target/softroce-share).
         --timeout S   bound on the whole run, boot included (default 600); a hung guest is killed.
@@ -76,7 +81,8 @@ install_packages() {
   missing_packages || return 0
   if ! command -v apt-get >/dev/null; then
     die "not a Debian/Ubuntu system: install qemu-system-x86, a static busybox, cpio, kmod, rdma-core \
-(libibverbs, providers, utils, headers, librdmacm), perftest, memcached, iproute2, libclang, valgrind"
+(libibverbs, providers, utils, headers, librdmacm), perftest, memcached, iproute2, libclang, valgrind, \
+openmpi, an ssh client, procps"
   fi
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -151,6 +157,18 @@ cmd_setup() {
     deb=$(ls "$dl"/*.deb)
     rm -rf "$CACHE/kernel"
     dpkg -x "$deb" "$CACHE/kernel" || { rm -rf "$dl" "$CACHE/kernel"; die "cannot unpack $deb (no space in $CACHE?)"; }
+    rm -rf "$dl"
+  fi
+  if [ ! -x "$CACHE/sshd/usr/sbin/sshd" ]; then
+    # sshd for the guests of `run --sshd` (unpacked, never installed: the host runs no sshd).
+    echo "$PROG: fetching openssh-server" >&2
+    local dl
+    dl=$(mktemp -d "$CACHE/dl.XXXXXX") || die "cannot write to $CACHE"
+    (cd "$dl" && apt-get download openssh-server libwrap0 2>/dev/null) || { rm -rf "$dl"; die "apt-get download openssh-server libwrap0 failed"; }
+    rm -rf "$CACHE/sshd"
+    for deb in "$dl"/*.deb; do
+      dpkg -x "$deb" "$CACHE/sshd" || { rm -rf "$dl" "$CACHE/sshd"; die "cannot unpack $deb"; }
+    done
     rm -rf "$dl"
   fi
   build_initramfs "$kver"
@@ -295,6 +313,19 @@ write_cmd() {
     echo 'unset SOFTROCE_GUEST_DEVICE SOFTROCE_GUEST_GID SOFTROCE_GUEST_IP SOFTROCE_GUEST_PEERS SOFTROCE_GUEST_NODE SOFTROCE_GUEST_NODES'
     echo 'export SOFTROCE_INSIDE=1'
     echo 'ulimit -l unlimited'
+    if [ -n "${SSHD_KEYS:-}" ]; then
+      cat <<SSHD
+# sshd with this run's keys (the guest's /etc and /root are a tmpfs overlay: the host's stay as they are)
+grep -q '^sshd:' /etc/passwd || echo 'sshd:x:$((60000 + RANDOM % 1000)):65534::/run/sshd:/usr/sbin/nologin' >>/etc/passwd
+mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh
+cp '$SSHD_KEYS/id' /root/.ssh/id_ed25519 && cp '$SSHD_KEYS/id.pub' /root/.ssh/authorized_keys
+chmod 600 /root/.ssh/id_ed25519 /root/.ssh/authorized_keys
+printf 'Host *\\n  StrictHostKeyChecking no\\n  UserKnownHostsFile /dev/null\\n  LogLevel ERROR\\n' >/root/.ssh/config
+LD_LIBRARY_PATH='$CACHE/sshd/usr/lib/x86_64-linux-gnu:$CACHE/sshd/lib/x86_64-linux-gnu' '$CACHE/sshd/usr/sbin/sshd' -f /dev/null \\
+  -h '$SSHD_KEYS/host' -o PermitRootLogin=prohibit-password -o UsePAM=no -o StrictModes=no \\
+  -o PidFile=/run/sshd.pid -o AuthorizedKeysFile=.ssh/authorized_keys || { echo 'softroce.sh: sshd did not start' >&2; exit 125; }
+SSHD
+    fi
     printf 'cd %q || exit 125\n' "$PWD"
     printf '%q ' "$@"
     echo
@@ -363,6 +394,13 @@ run_vm() {
     write_stage2 "${ctls[n]}" "$n" "$nodes" "$share" || die "cannot write to ${ctls[n]} (disk full?)"
     write_cmd "${ctls[n]}" "$nodes" "$@" || die "cannot write to ${ctls[n]} (disk full?)"
   done
+  if [ "${SSHD:-0}" = 1 ]; then
+    [ -x "$CACHE/sshd/usr/sbin/sshd" ] || die "sshd is not in the testbed: rerun bench_scripts/softroce.sh setup"
+    SSHD_KEYS=$(mktemp -d "$CACHE/runs/keys.XXXXXX") || die "cannot write to $CACHE/runs"
+    ssh-keygen -q -t ed25519 -N '' -f "$SSHD_KEYS/id" && ssh-keygen -q -t ed25519 -N '' -f "$SSHD_KEYS/host" ||
+      die "ssh-keygen failed"
+    for ((n = 0; n < nodes; n++)); do write_cmd "${ctls[n]}" "$nodes" "$@" || die "cannot write to ${ctls[n]}"; done
+  fi
   note "path 3: qemu guest x$nodes"
   local start=$SECONDS rc
   if [ "$nodes" = 1 ]; then
@@ -399,7 +437,7 @@ run_vm() {
     fi
   fi
   note "run took $((SECONDS - start)) s"
-  rm -rf "${ctls[@]}"
+  rm -rf "${ctls[@]}" ${SSHD_KEYS:+"$SSHD_KEYS"}
   return "$rc"
 }
 
@@ -409,6 +447,7 @@ cmd_run() {
     case $1 in
       --nodes) nodes=${2:-}; shift 2 || die "--nodes needs a value" ;;
       --nodes=*) nodes=${1#*=}; shift ;;
+      --sshd) SSHD=1; shift ;;
       --share) share=${2:-}; shift 2 || die "--share needs a value" ;;
       --share=*) share=${1#*=}; shift ;;
       --timeout) timeout=${2:-}; shift 2 || die "--timeout needs a value" ;;
@@ -424,7 +463,7 @@ cmd_run() {
   mkdir -p "$share" || die "cannot create the share directory $share"
   share=$(cd "$share" && pwd -P)
 
-  if [ "${SOFTROCE_VM:-0}" != 1 ] && [ "$nodes" = 1 ]; then
+  if [ "${SOFTROCE_VM:-0}" != 1 ] && [ "$nodes" = 1 ] && [ "${SSHD:-0}" != 1 ]; then
     local dev
     dev=$(host_active_device)
     if [ -n "$dev" ]; then

@@ -63,6 +63,9 @@ pub struct Args {
     /// 1: RDMA READs, 0: inlined RDMA WRITEs
     #[arg(long, alias = "do_read", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub do_read: bool,
+    /// 1: unreliable connected QPs (WRITEs only; the recorded 16-byte UC WRITE sweep)
+    #[arg(long, alias = "use_uc", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    pub use_uc: bool,
     /// Bytes per READ/WRITE (WRITEs are inline: at most --max-inline)
     #[arg(long, default_value_t = 16)]
     pub size: u64,
@@ -137,6 +140,9 @@ pub fn validate(a: &Args, rank: &Rank) -> Result<()> {
         format!("window-size must be 1..={MAX_WINDOW}")
     })?;
     require(a.size >= 1, || "size must be at least 1 byte".into())?;
+    require(!(a.use_uc && a.do_read), || {
+        "UC cannot do READs (--use-uc 1 needs --do-read 0)".into()
+    })?;
     if !a.do_read {
         require(a.size <= u64::from(a.max_inline), || {
             format!(

@@ -81,7 +81,8 @@ fn connect(a: &Args, swarm: &Swarm, t: usize) -> Result<Connected> {
     let mut meetings = Vec::new();
     for i in 0..a.qps_per_thread(&swarm.rank) {
         let cq = CompletionQueue::new(port.context(), a.sq_depth + 1)?;
-        let mut qp = QueuePair::new(&pd, &port, &cq, &cq, QpType::Rc, caps)?;
+        let qp_type = if a.use_uc { QpType::Uc } else { QpType::Rc };
+        let mut qp = QueuePair::new(&pd, &port, &cq, &cq, qp_type, caps)?;
         if i % n == p {
             idle.push(qp);
             continue;
