@@ -490,3 +490,56 @@ fn doctor_names_a_missing_device() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn write_probes_refuse_bad_flags_and_explain_themselves() {
+    let flush = env!("CARGO_BIN_EXE_write-flush");
+    let incomplete = env!("CARGO_BIN_EXE_write-incomplete");
+    let reordering = env!("CARGO_BIN_EXE_write-reordering");
+    for n in ["0", "65"] {
+        assert_eq!(
+            refuse(flush, &["--num_writes", n]),
+            (
+                1,
+                format!("write-flush: num-writes must be between 1 and 64 (2 WRs per pair in a 128-deep send queue), not {n}\n")
+            )
+        );
+    }
+    assert_eq!(
+        refuse(incomplete, &["--duration", "0"]),
+        (
+            1,
+            "write-incomplete: --duration must be a positive number of seconds, not 0\n".into()
+        )
+    );
+    assert_eq!(refuse(reordering, &["--is_client", "2"]).0, 2);
+    assert_eq!(refuse(incomplete, &["--do-read", "2"]).0, 2);
+    assert_eq!(refuse(flush, &["--check", "yes"]).0, 2);
+    for (bin, flags) in [
+        (
+            reordering,
+            &["--is-client", "--max-print", "--duration"][..],
+        ),
+        (
+            incomplete,
+            &[
+                "--do-read",
+                "--client-port-index",
+                "--server-port-index",
+                "default 10 here",
+                "§9.7.5.1.6",
+            ][..],
+        ),
+        (
+            flush,
+            &["--is-client", "--num-writes", "--check", "--json"][..],
+        ),
+    ] {
+        let out = Command::new(bin).arg("--help").output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{bin} --help failed");
+        for flag in flags {
+            assert!(help.contains(flag), "{bin} --help lacks {flag}:\n{help}");
+        }
+    }
+}

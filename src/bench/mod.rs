@@ -20,5 +20,6 @@ pub mod rw_tput;
 pub mod sender_scalability;
 pub mod ss;
 pub mod ud_tput;
+pub mod write_probes;
 pub mod ws;
 pub mod ww_echo;

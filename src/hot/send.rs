@@ -64,7 +64,8 @@ const DIRTY: u32 = u32::MAX - 1;
 pub struct SendBatch {
     wrs: RawArray<sys::ibv_send_wr>,
     sges: RawArray<sys::ibv_sge>,
-    base_flags: u32,
+    /// The QP's granted inline limit, for [`set_inline`](Self::set_inline).
+    max_inline: u32,
     /// The WR `post_selective` left signaled, [`NO_SLOT`], or [`DIRTY`] after `set_signaled`
     /// took over (then every flag is cleared once): one compare per post covers all three.
     signaled_slot: u32,
@@ -138,7 +139,7 @@ impl SendBatch {
         Ok(SendBatch {
             wrs,
             sges,
-            base_flags,
+            max_inline: qp.caps().max_inline_data,
             signaled_slot: NO_SLOT,
             qp_serial: qp.serial(),
             mr: Arc::clone(mr),
@@ -188,9 +189,49 @@ impl SendBatch {
     /// `i < len()`.
     #[inline(always)]
     unsafe fn put_signaled(&mut self, i: usize, signaled: bool) {
-        let flags = self.base_flags | if signaled { F::IBV_SEND_SIGNALED.0 } else { 0 };
-        // SAFETY: in bounds (caller); the array is reached through its base pointer only.
-        unsafe { (*self.wrs.at_unchecked(i)).send_flags = flags };
+        let sig = if signaled { F::IBV_SEND_SIGNALED.0 } else { 0 };
+        // SAFETY: in bounds (caller); the array is reached through its base pointer only. The
+        // WR's other flags (its own INLINE bit, see `set_inline`) are kept.
+        unsafe {
+            let wr = self.wrs.at_unchecked(i);
+            (*wr).send_flags = ((*wr).send_flags & !F::IBV_SEND_SIGNALED.0) | sig;
+        }
+    }
+
+    /// Sends WR `i`'s payload inline (copied into the WQE when it is posted) or from the region
+    /// (`inline` false), whatever the batch was built with: a chain that mixes inlined WRITEs
+    /// with READs (write-flush's WRITE+READ pairs). Refused for a READ or atomic WR (the HCA
+    /// writes their local buffer), and for a batch whose size is above the QP's inline limit.
+    /// [`retarget`](Self::retarget) refuses to turn an inlined WR into a READ or atomic.
+    ///
+    /// # Panics
+    /// If `i` is not below [`len`](Self::len).
+    pub fn set_inline(&mut self, i: usize, inline: bool) -> Result<()> {
+        let wr = self.wrs.at(i);
+        // SAFETY: in bounds (`at` checked); a plain field read through the array's own pointer.
+        let opcode = unsafe { (*wr).opcode };
+        if inline {
+            let local = [Op::Read, Op::FetchAdd(0), Op::CmpSwap(0, 0)];
+            if local.iter().any(|op| op.opcode() == opcode) {
+                return Err(Error::config(
+                    "READs and atomics cannot be inline (the HCA writes their local buffer)",
+                ));
+            }
+            if self.size > self.max_inline {
+                return Err(Error::config(format!(
+                    "size {} is above the inline limit of {} bytes for inlined WRs",
+                    self.size, self.max_inline
+                )));
+            }
+        }
+        // SAFETY: in bounds; a plain field update through the array's own pointer. An inlined
+        // WR's payload (at most `max_inline` bytes, checked above) is copied by the provider at
+        // post time from its SGE, which lies inside the region like every SGE of the batch.
+        unsafe {
+            let f = (*wr).send_flags & !F::IBV_SEND_INLINE.0;
+            (*wr).send_flags = f | if inline { F::IBV_SEND_INLINE.0 } else { 0 };
+        }
+        Ok(())
     }
 
     /// Sets WR `i`'s `wr_id`.
@@ -326,6 +367,8 @@ impl SendBatch {
                 "this batch has no remote buffer to retarget in",
             ));
         };
+        // SAFETY: in bounds (`at` checked); a plain field read through the array's own pointer.
+        let inlined = unsafe { (*wr).send_flags } & F::IBV_SEND_INLINE.0 != 0;
         if len > self.size {
             return Err(Error::config(format!(
                 "{len} bytes exceed the {}-byte size this batch was built for",
@@ -340,7 +383,7 @@ impl SendBatch {
                 && (r.addr.wrapping_add(remote_offset) % 8 != 0
                     || self.qp_type != QpType::Rc
                     || self.size < 8))
-            || (op.reads_into_local() && self.base_flags & F::IBV_SEND_INLINE.0 != 0)
+            || (op.reads_into_local() && inlined)
             || (op.reads_into_local() && self.qp_type != QpType::Rc)
         {
             return Err(retarget_refused(op, remote_offset, len, r.len));
