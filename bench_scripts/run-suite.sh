@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmark suite: a short run of each of the paper's microbenchmarks, rdma-bench write-lat, and the
-# paper's sequencers, echo servers and HERD on the first ACTIVE RDMA device (Soft-RoCE through
+# paper's sequencers, echo servers, rc-swarm and HERD on the first ACTIVE RDMA device (Soft-RoCE through
 # softroce.sh when there is none), then a table: benchmark, role, op, size, postlist, Mops. Each run lasts SUITE_DURATION seconds (default 3).
 # Full logs go to target/suite/<n>-<bench>.log. SUITE_ONLY=<bench> runs just that benchmark's lines.
 set -euo pipefail
@@ -39,6 +39,8 @@ suite=(
   "ss-echo --num-server-threads 1 --max-num-clients 1 --postlist 16 --size 32"
   "ws-echo --num-workers 1 --num-clients 1 --postlist 1 --window 32 --size 24"
   "ww-echo --window 16 --size 28"
+  # rc-swarm: two processes (machines) with two emulated VMs each, one worker thread each.
+  "rc-swarm --num-threads 1 --vms-per-process 2 --size 32 --window-size 8"
   # HERD with a store that fits the testbed (64 Ki keys), at 0, 5 and 50 % PUTs.
   "herd --num-workers 1 --num-clients 1 --postlist 1 --window 16 --num-keys 65536 --num-buckets 16384 --log-bytes 8388608 --update-percentage 0"
   "herd --num-workers 1 --num-clients 1 --postlist 1 --window 16 --num-keys 65536 --num-buckets 16384 --log-bytes 8388608 --update-percentage 5"

@@ -33,7 +33,8 @@ for line in sys.stdin:
 }
 mapfile -t bins < <(test_bins device_)
 mapfile -t twonode < <(test_bins twonode_)
-[ ${#bins[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
+mapfile -t multinode < <(test_bins multinode_)
+[ ${#bins[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] && [ ${#multinode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
 
 echo "== device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
 # Each binary prints libtest's own "test result:" line; any failure fails the run.
@@ -54,4 +55,13 @@ bench_scripts/softroce.sh run --nodes 2 --timeout "${DEVICE_TEST_TIMEOUT:-900}" 
     "$b" --test-threads=1 --color never || rc=1
   done
   exit $rc' twonode-tests "${twonode[@]}"
+
+echo "== three-node tests (three Soft-RoCE guests on one virtual Ethernet, sshd in each)"
+bench_scripts/softroce.sh run --nodes 3 --sshd --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
+  rc=0
+  for b in "$@"; do
+    echo "-- $(basename "$b") on node $SOFTROCE_NODE"
+    "$b" --test-threads=1 --color never || rc=1
+  done
+  exit $rc' multinode-tests "${multinode[@]}"
 echo "== all tests passed"

@@ -244,7 +244,7 @@ pub(super) fn run(a: &Args, rank: Rank) -> Result<()> {
     let summary = result?;
     let avg = summary.mops;
     // The original's line (two decimals); more where two would round an emulated rate to zero.
-    let digits = if avg >= 1.0 { 2 } else { 4 };
+    let digits = if avg >= 1.0 { 2 } else { 6 };
     println!("Machine {} average: {avg:.digits$} M/s", rank.process_id);
     if a.common.json {
         let threads: Vec<JsonObject> = swarm

@@ -11,7 +11,7 @@
 
 use clap::Parser;
 
-use super::{full_fence, role_name, Histogram, Peer, ProbeClock};
+use super::{full_fence, role_name, summary_json, Histogram, Peer, ProbeClock};
 use crate::bench::common::{flag01, require, CommonArgs};
 use crate::bench::connected::transport_loss;
 use crate::control::install_stop_signals;
@@ -226,15 +226,7 @@ fn summarize(a: &Args, h: &Histogram, ticks_per_us: f64, elapsed_s: f64, ended: 
         us(avg)
     );
     if a.common.json {
-        let mut o = JsonObject::new()
-            .str("bench", BENCH)
-            .str("role", "client")
-            .bool("summary", true)
-            .bool("ok", ended.is_ok());
-        if let Err(e) = ended {
-            o = o.str("error", &e.to_string());
-        }
-        let o = o
+        let o = summary_json(BENCH, Some("client"), ended.as_ref().err())
             .int("num_writes", a.num_writes as u64)
             .num("elapsed_s", elapsed_s)
             .int("samples", h.count())
@@ -293,15 +285,7 @@ fn server(a: &Args, peer: &Peer) -> Result<()> {
     }
     println!("main: Server: done");
     if a.common.json {
-        let mut o = JsonObject::new()
-            .str("bench", BENCH)
-            .str("role", "server")
-            .bool("summary", true)
-            .bool("ok", ended.is_ok());
-        if let Err(e) = &ended {
-            o = o.str("error", &e.to_string());
-        }
-        let o = o
+        let o = summary_json(BENCH, Some("server"), ended.as_ref().err())
             .bool("passive", true)
             .num("elapsed_s", clock.elapsed_s())
             .int("checks", checks)

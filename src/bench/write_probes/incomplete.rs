@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use super::{full_fence, ProbeClock};
+use super::{full_fence, summary_json, ProbeClock};
 use crate::bench::common::{flag01, CommonArgs};
 use crate::bench::endpoint::{Endpoint, EndpointSpec};
 use crate::control::{install_stop_signals, request_stop, stop_requested};
@@ -133,11 +133,7 @@ pub fn run(a: Args) -> Result<()> {
         Err(e) => {
             println!("main: run failed: {e}");
             if a.common.json {
-                let o = JsonObject::new()
-                    .str("bench", BENCH)
-                    .bool("summary", true)
-                    .bool("ok", false)
-                    .str("error", &e.to_string());
+                let o = summary_json(BENCH, None, Some(&e));
                 println!("{}", o.finish());
             }
             Err(e)
@@ -257,10 +253,7 @@ fn finding(a: &Args, seen: &Seen, writes: u64, elapsed_s: f64) {
     };
     println!("main: finding: {line}");
     if a.common.json {
-        let o = JsonObject::new()
-            .str("bench", BENCH)
-            .bool("summary", true)
-            .bool("ok", true)
+        let o = summary_json(BENCH, None, None)
             .bool("do_read", a.do_read)
             .num("elapsed_s", elapsed_s)
             .int("write_bytes", WRITE_SIZE as u64)

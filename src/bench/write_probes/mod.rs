@@ -309,6 +309,24 @@ impl Histogram {
     }
 }
 
+/// The head of a probe's JSON summary: bench, role (if any), `"summary": true`, `"ok"` and the
+/// error of a run that failed.
+pub(super) fn summary_json(
+    bench: &str,
+    role: Option<&str>,
+    error: Option<&crate::error::Error>,
+) -> crate::stats::JsonObject {
+    let mut o = crate::stats::JsonObject::new().str("bench", bench);
+    if let Some(r) = role {
+        o = o.str("role", r);
+    }
+    let o = o.bool("summary", true).bool("ok", error.is_none());
+    match error {
+        Some(e) => o.str("error", &e.to_string()),
+        None => o,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

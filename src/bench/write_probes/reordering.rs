@@ -11,7 +11,7 @@
 
 use clap::Parser;
 
-use super::{fastrand, full_fence, role_name, Peer, ProbeClock};
+use super::{fastrand, full_fence, role_name, summary_json, Peer, ProbeClock};
 use crate::bench::common::{flag01, CommonArgs};
 use crate::bench::connected::transport_loss;
 use crate::control::install_stop_signals;
@@ -193,15 +193,7 @@ fn summarize_checks(c: &Checks, elapsed_s: f64, json: bool, error: Option<&crate
     }
     if json {
         let first: Vec<JsonObject> = c.first.iter().map(Violation::json).collect();
-        let mut o = JsonObject::new()
-            .str("bench", BENCH)
-            .str("role", "server")
-            .bool("summary", true)
-            .bool("ok", error.is_none());
-        if let Some(e) = error {
-            o = o.str("error", &e.to_string());
-        }
-        let o = o
+        let o = summary_json(BENCH, Some("server"), error)
             .num("elapsed_s", elapsed_s)
             .int("checks", c.checks)
             .int("violations", c.violations)
@@ -271,15 +263,7 @@ fn client(a: &Args, peer: &mut Peer) -> Result<()> {
         rate * BUF_SIZE as f64 / 1e6
     );
     if a.common.json {
-        let mut o = JsonObject::new()
-            .str("bench", BENCH)
-            .str("role", "client")
-            .bool("summary", true)
-            .bool("ok", ended.is_ok());
-        if let Err(e) = &ended {
-            o = o.str("error", &e.to_string());
-        }
-        let o = o
+        let o = summary_json(BENCH, Some("client"), ended.as_ref().err())
             .num("elapsed_s", elapsed_s)
             .int("rounds", round)
             .num("rounds_per_s", rate)

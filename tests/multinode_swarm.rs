@@ -1,0 +1,292 @@
+//! rc-swarm across three machines: each node of `softroce.sh run --nodes 3 --sshd` (its own
+//! Soft-RoCE device, one virtual Ethernet) runs one process, READs then WRITEs with two emulated
+//! VMs per process; then node 0 drives bench_scripts/rc-swarm/run-all.sh over ssh: a clean run,
+//! and a run in which one host's process is killed. Runs on every node (bench_scripts/test.sh
+//! does); outside that testbed it fails, never skips.
+
+#[path = "common/swarm.rs"]
+mod swarm;
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use swarm::check_machine;
+
+/// The test registry's port on node 0 (run-all.sh starts its own on another).
+const PORT: u16 = 11511;
+const NODES: usize = 3;
+const BIN: &str = env!("CARGO_BIN_EXE_rc-swarm");
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: this test runs on every node of `softroce.sh run --nodes 3 --sshd` (bench_scripts/test.sh)")
+    })
+}
+
+fn node() -> usize {
+    env("SOFTROCE_NODE")
+        .parse()
+        .expect("SOFTROCE_NODE is a number")
+}
+
+/// Every node's address, in node order.
+fn addresses() -> Vec<String> {
+    let mut all: Vec<String> = env("SOFTROCE_PEERS")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    all.insert(node(), env("RDMA_BENCH_IP"));
+    assert_eq!(all.len(), NODES, "this test needs --nodes {NODES}");
+    all
+}
+
+fn registry() -> String {
+    format!("{}:{PORT}", addresses()[0])
+}
+
+fn device_args() -> Vec<String> {
+    vec![
+        "--device".into(),
+        env("RDMA_BENCH_DEVICE"),
+        "--gid-index".into(),
+        env("RDMA_BENCH_GID_INDEX"),
+    ]
+}
+
+/// Node 0 serves the test's registry on its address for the whole test; the others wait for it.
+struct Registry(Option<Child>);
+
+impl Registry {
+    fn start() -> Registry {
+        let up = || TcpStream::connect(registry()).is_ok();
+        if node() != 0 {
+            wait_for(Duration::from_secs(90), "node 0's registry", up);
+            return Registry(None);
+        }
+        let child = Command::new("memcached")
+            .args(["-l", &env("RDMA_BENCH_IP"), "-p", &PORT.to_string()])
+            .args(["-U", "0", "-u", "root"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("memcached runs");
+        wait_for(Duration::from_secs(10), "memcached", up);
+        Registry(Some(child))
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn wait_for(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + bound;
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// This node's process of a three-process swarm.
+fn run_process(flags: &[&str], run_name: &str) -> String {
+    let id = node().to_string();
+    let out = Command::new(BIN)
+        .args([
+            "--process-id",
+            &id,
+            "--num-processes",
+            "3",
+            "--num-threads",
+            "1",
+        ])
+        .args(["--vms-per-process", "2", "--duration", "4", "--json"])
+        .args(["--connect-timeout", "90", "--registry", &registry()])
+        .args(["--run-name", run_name])
+        .args(flags)
+        .args(device_args())
+        .output()
+        .expect("rc-swarm runs");
+    assert!(
+        out.status.success(),
+        "node {id} failed ({}):\n{}",
+        out.status,
+        text(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn rc_swarm_across_three_nodes() {
+    let reg = Registry::start();
+    let n = node();
+    // 3 processes × 2 VMs = 6 QPs per thread, the 4 for the other two processes connected.
+    let read = run_process(
+        &["--do-read", "1", "--size", "32", "--window-size", "8"],
+        "read",
+    );
+    check_machine(&read, n, 1, 6, 4);
+    let write = run_process(
+        &["--do-read", "0", "--size", "16", "--allsig", "0"],
+        "write",
+    );
+    check_machine(&write, n, 1, 6, 4);
+    if n != 0 {
+        // Node 0 now drives the launcher over ssh, which runs processes here too: stay up
+        // until it is done (its registry goes away with its test).
+        // A bounded connect: once node 0's guest has powered off, a SYN goes unanswered.
+        let addr = registry().parse().expect("an address");
+        wait_for(Duration::from_secs(600), "node 0's launcher tests", || {
+            TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err()
+        });
+        return;
+    }
+    launcher_runs_and_cleans_up();
+    launcher_survives_a_killed_host();
+    drop(reg);
+}
+
+fn hosts_file(dir: &Path) -> PathBuf {
+    let f = dir.join("hosts");
+    std::fs::write(
+        &f,
+        format!("# the testbed's nodes\n{}\n", addresses().join("\n")),
+    )
+    .unwrap();
+    f
+}
+
+fn run_all(dir: &Path, tag: &str, duration: &str) -> Command {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/bench_scripts/rc-swarm/run-all.sh"
+    );
+    let mut c = Command::new(script);
+    c.arg(hosts_file(dir))
+        .args([
+            "--num-threads",
+            "1",
+            "--vms-per-process",
+            "2",
+            "--duration",
+            duration,
+        ])
+        .args(["--connect-timeout", "90"])
+        .args(device_args())
+        .env("RC_SWARM_OUT", dir.join(tag))
+        .env("RC_SWARM_REGISTRY_PORT", "11611")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+/// No rc-swarm process is left on any node.
+fn none_left() {
+    for h in addresses() {
+        let o = Command::new("ssh")
+            .args([&h, "pgrep -f 'target/release/[r]c-swarm' || true"])
+            .output()
+            .expect("ssh runs");
+        let pids = String::from_utf8_lossy(&o.stdout);
+        assert!(pids.trim().is_empty(), "rc-swarm still runs on {h}: {pids}");
+    }
+}
+
+fn launcher_runs_and_cleans_up() {
+    let dir = std::env::temp_dir().join("run-all-ok");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = run_all(&dir, "ok", "4").output().expect("run-all.sh runs");
+    let all = text(&out);
+    assert!(out.status.success(), "run-all.sh failed:\n{all}");
+    for m in 0..NODES {
+        let line = all
+            .lines()
+            .find(|l| l.starts_with(&format!("Machine {m} average: ")))
+            .unwrap_or_else(|| panic!("no average for machine {m}:\n{all}"));
+        let v: f64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
+        assert!(v > 0.0, "{line}");
+        assert!(dir.join(format!("ok/machine-{m}.log")).exists());
+    }
+    none_left();
+}
+
+fn launcher_survives_a_killed_host() {
+    let dir = std::env::temp_dir().join("run-all-kill");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut launcher = run_all(&dir, "kill", "120")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run-all.sh runs");
+    let log2 = dir.join("kill/machine-2.log");
+    wait_for(Duration::from_secs(120), "machine 2 measuring", || {
+        std::fs::read_to_string(&log2).is_ok_and(|l| l.contains("main: Worker 2: "))
+    });
+    let killed = Command::new("ssh")
+        .args([
+            &addresses()[2],
+            "pkill -KILL -f 'target/release/[r]c-swarm'",
+        ])
+        .status()
+        .expect("ssh runs");
+    assert!(killed.success(), "nothing to kill on node 2");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = launcher.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "run-all.sh did not end after a host's process was killed"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let mut all = String::new();
+    launcher
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut all)
+        .unwrap();
+    launcher
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut all)
+        .unwrap();
+    assert!(
+        !status.success(),
+        "run-all.sh succeeded with a killed host:\n{all}"
+    );
+    assert!(all.contains("Machine 2: Error?"), "{all}");
+    // Each survivor ends with one line naming a lost peer: the killed machine 2, or the other
+    // survivor if that one left first; at least one of them names machine 2.
+    let logs: Vec<String> = (0..2)
+        .map(|m| std::fs::read_to_string(dir.join(format!("kill/machine-{m}.log"))).unwrap())
+        .collect();
+    for (m, log) in logs.iter().enumerate() {
+        assert!(
+            log.contains("rc-swarm: peer on_proc_") && log.contains("is gone"),
+            "machine {m} did not say which peer it lost:\n{log}"
+        );
+    }
+    assert!(
+        logs.iter().any(|l| l.contains("peer on_proc_2")),
+        "nobody named machine 2:\n{}",
+        logs.join("\n")
+    );
+    none_left();
+}
