@@ -85,6 +85,7 @@ while [ $# -gt 0 ]; do
     --duration) duration=$2; shift 2 ;;
     --duration=*) duration=${1#*=}; shift ;;
     --num-processes | --num_processes) nproc=$2; shift 2 ;;
+    --num-processes=* | --num_processes=*) nproc=${1#*=}; shift ;;
     --num-threads | --num_threads)
       case $bench in
         ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | herd) client_args+=("$1" "$2") ;;

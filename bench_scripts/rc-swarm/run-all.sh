@@ -11,7 +11,8 @@
 # the same path (RC_SWARM_DIR overrides it), built (cargo build --release), with memcached on the
 # first host. Flags go to every process; --duration defaults to 30 s. Outputs land in
 # RC_SWARM_OUT (default ./rc-swarm-out/<time>/machine-<i>.log) and live on the terminal.
-# Environment: RC_SWARM_SSH (default "ssh -o BatchMode=yes"), RC_SWARM_REGISTRY_PORT (11211),
+# The hosts' login shell must be bash. Environment: RC_SWARM_SSH (default "ssh -o BatchMode=yes"),
+# RC_SWARM_REGISTRY_PORT (11311: not 11211, where a distribution's memcached listens on localhost only),
 # RC_SWARM_TIMEOUT (seconds on top of the duration and connect timeout before the run is killed).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,7 +29,7 @@ n=${#hosts[@]}
 
 read -r -a ssh <<<"${RC_SWARM_SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}"
 dir=${RC_SWARM_DIR:-$root}
-mc_port=${RC_SWARM_REGISTRY_PORT:-11211}
+mc_port=${RC_SWARM_REGISTRY_PORT:-11311}
 registry_host=${hosts[0]#*@}
 out=${RC_SWARM_OUT:-./rc-swarm-out/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || exit 1
@@ -42,6 +43,7 @@ for ((i = 0; i < ${#flags[@]}; i++)); do
     --duration) duration=${flags[i + 1]:-} ;;
     --duration=*) duration=${flags[i]#*=} ;;
     --connect-timeout | --connect_timeout) connect_timeout=${flags[i + 1]:-} ;;
+    --connect-timeout=* | --connect_timeout=*) connect_timeout=${flags[i]#*=} ;;
     --process-id | --process_id | --num-processes | --num_processes | --registry | --run-name)
       echo "run-all.sh: ${flags[i]} is set by run-all.sh itself" >&2; exit 2 ;;
   esac
@@ -61,9 +63,12 @@ stop_all() {
   [ $stopped = 1 ] && return
   stopped=1
   local h
+  # Anchored on the binary (not the ssh or timeout clients of this launcher, which may run on a
+  # listed host); [n] keeps the pattern from matching the remote shell that runs pkill. A process
+  # gets 12 s to drain and wait for its peers before it is killed.
+  local pat="^[^ ]*target/release/rc-swarm .*--run-[n]ame $run_name"
   for h in "${hosts[@]}"; do
-    # [n]: the pattern must not match the remote shell that runs pkill.
-    on "$h" "pkill -INT -f -- 'rc-swarm.*--run-[n]ame $run_name' ; sleep 2; pkill -KILL -f -- 'rc-swarm.*--run-[n]ame $run_name'; true" </dev/null >/dev/null 2>&1 &
+    on "$h" "pkill -INT -f -- '$pat'; for i in \$(seq 24); do pgrep -f -- '$pat' >/dev/null || exit 0; sleep 0.5; done; pkill -KILL -f -- '$pat'; true" </dev/null >/dev/null 2>&1 &
   done
   wait "${pids[@]}" 2>/dev/null
   wait
@@ -74,14 +79,15 @@ stop_all() {
 trap 'echo "run-all.sh: interrupted: stopping every host" >&2; stop_all; exit 130' INT TERM
 trap stop_all EXIT
 
-# The registry: reuse one that answers, else start memcached on the first host.
-if on "${hosts[0]}" "(exec 3<>/dev/tcp/127.0.0.1/$mc_port) 2>/dev/null" </dev/null; then
+# The registry: reuse one that answers at the first host's address (what every host will use),
+# else start memcached there.
+if on "${hosts[0]}" "(exec 3<>/dev/tcp/$registry_host/$mc_port) 2>/dev/null" </dev/null; then
   echo "run-all.sh: registry answers at $registry_host:$mc_port (stale entries are told apart by run id)"
 else
   mc_pid=$(on "${hosts[0]}" "command -v memcached >/dev/null || { echo 'memcached is not installed on ${hosts[0]}' >&2; exit 1; }
     nohup memcached -l 0.0.0.0 -p $mc_port -u root -c 4096 >/dev/null 2>&1 </dev/null &
     pid=\$!
-    for i in \$(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$mc_port) 2>/dev/null && { echo \$pid; exit 0; }; sleep 0.1; done; exit 1" </dev/null) ||
+    for i in \$(seq 50); do (exec 3<>/dev/tcp/$registry_host/$mc_port) 2>/dev/null && { echo \$pid; exit 0; }; sleep 0.1; done; exit 1" </dev/null) ||
     { echo "run-all.sh: could not start memcached on ${hosts[0]}" >&2; exit 1; }
   echo "run-all.sh: started memcached on ${hosts[0]}:$mc_port"
 fi

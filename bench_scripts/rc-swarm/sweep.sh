@@ -19,14 +19,17 @@ usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 case $1 in -h | --help) usage; exit 0 ;; esac
 params=$1; shift
 [ -r "$params" ] || { echo "sweep.sh: cannot read parameter file '$params'" >&2; exit 2; }
+name=$(basename "$params" .conf)
+export SWEEP_OUT=${SWEEP_OUT:-./rc-swarm-out/sweep-$name-$(date +%Y%m%d-%H%M%S)}
 if [ "$1" = --local ]; then
   machines=${2:-}
   [[ $machines =~ ^[0-9]+$ ]] && [ "$machines" -ge 2 ] || { echo "sweep.sh: --local needs a process count of at least 2" >&2; exit 2; }
   shift 2
   launch=(local)
-  # One testbed boot for the whole sweep when this host has no RDMA device.
+  # One testbed boot for the whole sweep when this host has no RDMA device; the output's
+  # directory is shared with the guest, so the results outlive it.
   source "$here/../lib/testbed.sh"
-  on_device "${SWEEP_TIMEOUT:-7200}" "" "$0" "$params" --local "$machines" "$@"
+  on_device "${SWEEP_TIMEOUT:-7200}" "$(dirname "$SWEEP_OUT")" "$0" "$params" --local "$machines" "$@"
 else
   hosts=$1; shift
   [ -r "$hosts" ] || { echo "sweep.sh: cannot read hosts file '$hosts'" >&2; exit 2; }
@@ -40,8 +43,7 @@ THREADS=(14) VMS_PER_PROCESS=(1) WINDOW_SIZE=(16) UNSIG_BATCH=(16)
 # shellcheck disable=SC1090
 source "$params" || { echo "sweep.sh: $params is not a valid parameter file" >&2; exit 2; }
 duration=${SWEEP_DURATION:-20}
-name=$(basename "$params" .conf)
-out=${SWEEP_OUT:-./rc-swarm-out/sweep-$name-$(date +%Y%m%d-%H%M%S)}
+out=$SWEEP_OUT
 mkdir -p "$(dirname "$out")" || exit 1
 txt=$out.txt
 csv=$out.csv

@@ -157,17 +157,22 @@ impl Swarm {
         self.failed.store(true, Ordering::Relaxed);
     }
 
+    /// A worker failed, or a watcher found a peer lost (then the run ends with that failure).
+    fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed) || crate::control::run_failed()
+    }
+
     /// Called by each worker once it stopped posting (its QPs still alive): the last one marks
     /// the process done; then every worker waits, bounded, until all other processes are done
     /// too, so that no QP of ours disappears under a peer still posting at it.
     pub fn finish_thread(&self) -> Result<()> {
         let n = self.finished.fetch_add(1, Ordering::AcqRel) + 1;
-        if n == self.connected.len() && !self.failed.load(Ordering::Relaxed) {
+        if n == self.connected.len() && !self.has_failed() {
             self.reg.publish_done(&done_name(self.rank.process_id))?;
         }
         let start = Instant::now();
         while start.elapsed() < LINGER {
-            if self.failed.load(Ordering::Relaxed) || self.others().all(|p| self.is_done(p)) {
+            if self.has_failed() || self.others().all(|p| self.is_done(p)) {
                 return Ok(());
             }
             std::thread::sleep(WATCH_EVERY);

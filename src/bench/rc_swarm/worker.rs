@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::swarm::{done_name, peer_qp_name, qp_name, Swarm};
 use super::{Args, BUF_SIZE};
@@ -216,10 +217,25 @@ fn run_loop(a: &Args, swarm: &Swarm, t: usize, counters: &Counters, c: Connected
             if a.do_read {
                 let slot = wi * size;
                 let mut spins = 0u32;
+                let mut since: Option<Instant> = None;
                 while mr.load_u8(slot) == 0 {
                     spins = spins.wrapping_add(1);
-                    if spins % 4096 == 0 && stop_requested() {
-                        break 'run;
+                    if spins % 4096 == 0 {
+                        if stop_requested() {
+                            break 'run;
+                        }
+                        // A READ that failed never fills its slot (unsignaled, its error
+                        // completion is not polled here): bound the wait as a CQ poll is.
+                        let t0 = *since.get_or_insert_with(Instant::now);
+                        if t0.elapsed() > timeout.0 {
+                            let e = Error::timeout(
+                                "a READ's data never arrived".to_string(),
+                                timeout.0,
+                                None,
+                            );
+                            failure = Some((ring[wi], e));
+                            break 'run;
+                        }
                     }
                     std::hint::spin_loop();
                 }
