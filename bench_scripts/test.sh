@@ -47,21 +47,24 @@ bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c
   done
   exit $rc' device-tests "${bins[@]}"
 
+# on_nodes N LABEL [softroce options] -- BINARIES: every binary on every node of an N-guest testbed.
+on_nodes() {
+  local nodes=$1 label=$2 opts=()
+  shift 2
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  bench_scripts/softroce.sh run --nodes "$nodes" "${opts[@]}" --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
+    rc=0
+    for b in "$@"; do
+      echo "-- $(basename "$b") on node $SOFTROCE_NODE"
+      "$b" --test-threads=1 --color never || rc=1
+    done
+    exit $rc' "$label" "$@"
+}
+
 echo "== two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
-bench_scripts/softroce.sh run --nodes 2 --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
-  rc=0
-  for b in "$@"; do
-    echo "-- $(basename "$b") on node $SOFTROCE_NODE"
-    "$b" --test-threads=1 --color never || rc=1
-  done
-  exit $rc' twonode-tests "${twonode[@]}"
+on_nodes 2 twonode-tests -- "${twonode[@]}"
 
 echo "== three-node tests (three Soft-RoCE guests on one virtual Ethernet, sshd in each)"
-bench_scripts/softroce.sh run --nodes 3 --sshd --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
-  rc=0
-  for b in "$@"; do
-    echo "-- $(basename "$b") on node $SOFTROCE_NODE"
-    "$b" --test-threads=1 --color never || rc=1
-  done
-  exit $rc' multinode-tests "${multinode[@]}"
+on_nodes 3 multinode-tests --sshd -- "${multinode[@]}"
 echo "== all tests passed"

@@ -263,15 +263,8 @@ fn server(a: &Args, peer: &Peer) -> Result<()> {
                 );
             }
         }
-        if due.stop {
-            break Ok(());
-        }
-        if due.peek {
-            match peer.peer_done() {
-                Ok(true) => break Ok(()),
-                Ok(false) => {}
-                Err(e) => break Err(e),
-            }
+        if let Some(end) = peer.passive_end(&due) {
+            break end;
         }
     };
     if let Err(e) = &ended {

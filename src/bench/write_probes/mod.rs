@@ -191,6 +191,22 @@ impl Peer {
         announce_done(&self.reg, self.me)
     }
 
+    /// A passive side's end after a step of its loop: a stop, the active peer's done marker
+    /// (when `due` says it is time to look), or the error looking for it; None: go on.
+    pub fn passive_end(&self, due: &Due) -> Option<Result<()>> {
+        if due.stop {
+            return Some(Ok(()));
+        }
+        if !due.peek {
+            return None;
+        }
+        match self.peer_done() {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
     /// Whether the active peer said it is done (one registry round trip).
     pub fn peer_done(&self) -> Result<bool> {
         self.reg

@@ -143,15 +143,8 @@ fn server(a: &Args, peer: &Peer) -> Result<()> {
         if due.report {
             report_checks(&c, clock.elapsed_s(), a.common.json);
         }
-        if due.stop {
-            break Ok(());
-        }
-        if due.peek {
-            match peer.peer_done() {
-                Ok(true) => break Ok(()),
-                Ok(false) => {}
-                Err(e) => break Err(e),
-            }
+        if let Some(end) = peer.passive_end(&due) {
+            break end;
         }
     };
     summarize_checks(&c, clock.elapsed_s(), a.common.json, ended.as_ref().err());
