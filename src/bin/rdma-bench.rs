@@ -2,7 +2,7 @@
 //! subcommand each.
 use clap::{Parser, Subcommand};
 use rdma_bench::perf::{self, args::PerfArgs, Tool};
-use rdma_bench::tools::doctor;
+use rdma_bench::tools::{compare, doctor, plot, sweep};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -49,6 +49,15 @@ enum Command {
     /// memlock, CPU governor, SMT: one verdict line each (ok / warn / fail) with a fix; exit 1
     /// if something will make a benchmark fail. Reads only, changes nothing.
     Doctor(doctor::DoctorArgs),
+    /// Runs a benchmark over a grid of flag values, N repetitions per point in alternating
+    /// order; median, min/max and a 95 % confidence interval per point, as CSV and JSON
+    Sweep(sweep::SweepArgs),
+    /// Charts (SVG, PNG) of sweep and suite results: rate vs size, latency percentiles,
+    /// scaling, several files overlaid, error bars from the repetitions
+    Plot(plot::PlotArgs),
+    /// Side-by-side table of results from ours, perftest and the original C suite, with ratios
+    /// per matched point
+    Compare(compare::CompareArgs),
 }
 
 fn tool_named(name: &str) -> Option<Tool> {
@@ -70,7 +79,9 @@ fn main() {
     let argv: Vec<String> = std::env::args().collect();
     let sub = argv.get(1).cloned().unwrap_or_default();
     let tool = tool_named(&sub);
-    let name = if sub.is_empty() || (tool.is_none() && sub != "doctor") {
+    let name = if sub.is_empty()
+        || (tool.is_none() && !["doctor", "sweep", "plot", "compare"].contains(&sub.as_str()))
+    {
         "rdma-bench".to_string()
     } else {
         format!("rdma-bench {sub}")
@@ -91,6 +102,9 @@ fn main() {
         Command::AtomicBw(a) => perf::run::run(Tool::ATOMIC_BW, a),
         Command::AtomicLat(a) => perf::run::run(Tool::ATOMIC_LAT, a),
         Command::Doctor(a) => doctor::run(a),
+        Command::Sweep(a) => sweep::run(a),
+        Command::Plot(a) => plot::run(a),
+        Command::Compare(a) => compare::run(a),
     });
     if let Err(e) = result {
         eprintln!("{name}: {e}");

@@ -5,8 +5,10 @@ mod cycles;
 mod json;
 mod latency;
 mod report;
+mod sample;
 
 pub use cycles::{CycleClock, Stamp};
 pub use json::JsonObject;
 pub use latency::LatencySummary;
 pub use report::{Counters, Reporter, RunInfo, Summary};
+pub use sample::{drift_first_last_tenth, t95, SampleStats};
