@@ -1,12 +1,13 @@
-//! JSON objects on one line, without a serializer dependency: keys are ours, values are numbers,
-//! booleans, short strings, and objects or arrays of objects built the same way.
+//! JSON objects on one line, in the order their fields were added, through serde_json (keys
+//! are ours; values are numbers, booleans, strings, and objects or arrays of objects built the
+//! same way).
 
-use std::fmt::Write;
+use serde_json::{Map, Number, Value};
 
-/// A flat JSON object under construction.
+/// A JSON object under construction; fields keep their insertion order.
 #[derive(Debug, Default, Clone)]
 pub struct JsonObject {
-    body: String,
+    fields: Map<String, Value>,
 }
 
 impl JsonObject {
@@ -15,26 +16,19 @@ impl JsonObject {
         Self::default()
     }
 
-    fn key(&mut self, k: &str) {
-        if !self.body.is_empty() {
-            self.body.push(',');
-        }
-        escape_into(&mut self.body, k);
-        self.body.push(':');
+    fn with(mut self, k: &str, v: Value) -> Self {
+        self.fields.insert(k.to_owned(), v);
+        self
     }
 
     /// Adds a string field.
-    pub fn str(mut self, k: &str, v: &str) -> Self {
-        self.key(k);
-        escape_into(&mut self.body, v);
-        self
+    pub fn str(self, k: &str, v: &str) -> Self {
+        self.with(k, Value::String(v.to_owned()))
     }
 
     /// Adds an integer field.
-    pub fn int(mut self, k: &str, v: u64) -> Self {
-        self.key(k);
-        let _ = write!(self.body, "{v}");
-        self
+    pub fn int(self, k: &str, v: u64) -> Self {
+        self.with(k, Value::Number(v.into()))
     }
 
     /// Adds a number field when there is a value.
@@ -45,64 +39,32 @@ impl JsonObject {
         }
     }
 
-    /// Adds a number field (non-finite values become null).
-    pub fn num(mut self, k: &str, v: f64) -> Self {
-        self.key(k);
-        if v.is_finite() {
-            let _ = write!(self.body, "{v}");
-        } else {
-            self.body.push_str("null");
-        }
-        self
+    /// Adds a number field (non-finite values, which JSON cannot carry, become null).
+    pub fn num(self, k: &str, v: f64) -> Self {
+        self.with(k, Number::from_f64(v).map_or(Value::Null, Value::Number))
     }
 
     /// Adds a boolean field.
-    pub fn bool(mut self, k: &str, v: bool) -> Self {
-        self.key(k);
-        self.body.push_str(if v { "true" } else { "false" });
-        self
+    pub fn bool(self, k: &str, v: bool) -> Self {
+        self.with(k, Value::Bool(v))
     }
 
     /// Adds a nested object.
-    pub fn object(mut self, k: &str, v: &JsonObject) -> Self {
-        self.key(k);
-        self.body.push_str(&v.finish());
-        self
+    pub fn object(self, k: &str, v: &JsonObject) -> Self {
+        self.with(k, Value::Object(v.fields.clone()))
     }
 
     /// Adds an array of objects.
-    pub fn objects(mut self, k: &str, vs: &[JsonObject]) -> Self {
-        self.key(k);
-        self.body.push('[');
-        for (i, v) in vs.iter().enumerate() {
-            if i > 0 {
-                self.body.push(',');
-            }
-            self.body.push_str(&v.finish());
-        }
-        self.body.push(']');
-        self
+    pub fn objects(self, k: &str, vs: &[JsonObject]) -> Self {
+        let items = vs.iter().map(|v| Value::Object(v.fields.clone()));
+        self.with(k, Value::Array(items.collect()))
     }
 
     /// The object as one line of text.
     pub fn finish(&self) -> String {
-        format!("{{{}}}", self.body)
+        // Serializing a map of JSON values cannot fail (keys are strings, numbers finite).
+        serde_json::to_string(&self.fields).unwrap_or_default()
     }
-}
-
-fn escape_into(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]
@@ -135,7 +97,11 @@ mod tests {
         );
         assert_eq!(
             JsonObject::new().str("s", "a\nb").finish(),
-            r#"{"s":"a\u000ab"}"#
+            r#"{"s":"a\nb"}"#
         );
+        // Whatever we build parses back to the same fields.
+        let v: serde_json::Value = serde_json::from_str(&o.finish()).unwrap();
+        assert_eq!(v["bench"], "rw-\"tput\"");
+        assert_eq!(v["mops"], 0.5);
     }
 }
