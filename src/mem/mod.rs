@@ -179,13 +179,19 @@ pub fn hugepages_free() -> u64 {
 /// 2 MiB hugepages of each NUMA node: (node, pool size, free), from sysfs; empty on a host
 /// without NUMA information.
 pub fn hugepages_by_node() -> Vec<(u32, u64, u64)> {
+    hugepages_by_node_in(std::path::Path::new("/sys"))
+}
+
+/// [`hugepages_by_node`] from the sysfs tree mounted at `sys` (a copy, in tests).
+pub fn hugepages_by_node_in(sys: &std::path::Path) -> Vec<(u32, u64, u64)> {
+    let nodes_dir = sys.join("devices/system/node");
     let read = |p: String| -> u64 {
         std::fs::read_to_string(p)
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0)
     };
-    let mut nodes: Vec<u32> = std::fs::read_dir("/sys/devices/system/node")
+    let mut nodes: Vec<u32> = std::fs::read_dir(&nodes_dir)
         .map(|d| {
             d.filter_map(|e| {
                 e.ok()?
@@ -202,7 +208,7 @@ pub fn hugepages_by_node() -> Vec<(u32, u64, u64)> {
     nodes
         .into_iter()
         .map(|n| {
-            let dir = format!("/sys/devices/system/node/node{n}/hugepages/hugepages-2048kB");
+            let dir = format!("{}/node{n}/hugepages/hugepages-2048kB", nodes_dir.display());
             (
                 n,
                 read(format!("{dir}/nr_hugepages")),

@@ -107,7 +107,7 @@ fn device(ctx: &Context, out: &mut Vec<Finding>) -> usize {
 }
 
 /// PCIe link against the device's capability, and its NUMA node.
-fn pcie(subject: &str, dev: &str) -> Vec<Finding> {
+pub(super) fn pcie(subject: &str, dev: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     let get = |f: &str| read_trim(&format!("{dev}/{f}"));
     if let (Some(cs), Some(cw), Some(ms), Some(mw)) = (
@@ -117,6 +117,8 @@ fn pcie(subject: &str, dev: &str) -> Vec<Finding> {
         get("max_link_width"),
     ) {
         let full = cs == ms && cw == mw;
+        // The kernel spells speeds "16.0 GT/s PCIe"; the suffix repeats what we already say.
+        let (cs, ms) = (cs.trim_end_matches(" PCIe"), ms.trim_end_matches(" PCIe"));
         out.push(finding(
             if full { Verdict::Ok } else { Verdict::Warn },
             subject,

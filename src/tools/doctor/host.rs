@@ -1,10 +1,12 @@
 //! The host: locked memory, hugepages, CPU frequency governor, SMT.
 
+use std::path::Path;
+
 use super::{finding, read_trim, Finding, Verdict};
 use crate::mem;
 
-/// The host: locked memory, hugepages, CPU frequency governor, SMT.
-pub(super) fn host() -> Vec<Finding> {
+/// The host: locked memory, hugepages, CPU frequency governor, SMT; sysfs read under `sys`.
+pub(super) fn host(sys: &Path) -> Vec<Finding> {
     let mut out = Vec::new();
     let lock_cap = has_ipc_lock();
     match mem::memlock_limit() {
@@ -39,9 +41,16 @@ pub(super) fn host() -> Vec<Finding> {
             }
         }
     }
-    let nodes = mem::hugepages_by_node();
+    out.push(hugepages(sys, mem::hugepages_free));
+    out.extend(cpu(sys));
+    out
+}
+
+/// Free 2 MiB hugepages per NUMA node (`total_free` when sysfs has no nodes).
+pub(super) fn hugepages(sys: &Path, total_free: fn() -> u64) -> Finding {
+    let nodes = mem::hugepages_by_node_in(sys);
     let free: u64 = if nodes.is_empty() {
-        mem::hugepages_free()
+        total_free()
     } else {
         nodes.iter().map(|n| n.2).sum()
     };
@@ -54,7 +63,7 @@ pub(super) fn host() -> Vec<Finding> {
     } else {
         format!(" ({})", per_node.join(", "))
     };
-    out.push(if free == 0 {
+    if free == 0 {
         finding(
             Verdict::Warn,
             "hugepages",
@@ -62,9 +71,20 @@ pub(super) fn host() -> Vec<Finding> {
             Some("reserve some: `echo 1024 > /proc/sys/vm/nr_hugepages` (2 GiB; per node: /sys/devices/system/node/nodeN/hugepages/hugepages-2048kB/nr_hugepages)".into()),
         )
     } else {
-        finding(Verdict::Ok, "hugepages", format!("{free} free{detail}"), None)
-    });
-    let mut governors: Vec<String> = std::fs::read_dir("/sys/devices/system/cpu")
+        finding(
+            Verdict::Ok,
+            "hugepages",
+            format!("{free} free{detail}"),
+            None,
+        )
+    }
+}
+
+/// The CPU frequency governors in use, and SMT.
+pub(super) fn cpu(sys: &Path) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let cpus = sys.join("devices/system/cpu");
+    let mut governors: Vec<String> = std::fs::read_dir(&cpus)
         .map(|d| {
             d.filter_map(|e| {
                 let e = e.ok()?;
@@ -88,7 +108,7 @@ pub(super) fn host() -> Vec<Finding> {
             Some("`cpupower frequency-set -g performance` (or write performance to /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)".into()),
         ),
     });
-    match read_trim("/sys/devices/system/cpu/smt/active").as_deref() {
+    match read_trim(&format!("{}/smt/active", cpus.display())).as_deref() {
         Some("1") => out.push(finding(
             Verdict::Warn,
             "smt",

@@ -5,6 +5,8 @@
 
 mod device;
 mod host;
+#[cfg(test)]
+mod tests;
 
 use crate::error::{Error, Result};
 use crate::stats::JsonObject;
@@ -67,7 +69,7 @@ fn finding(verdict: Verdict, subject: &str, text: String, fix: Option<String>) -
 /// fail.
 pub fn run(a: DoctorArgs) -> Result<()> {
     let mut found = device::devices(a.device.as_deref());
-    found.extend(host::host());
+    found.extend(host::host(std::path::Path::new("/sys")));
     let mut text = String::new();
     for f in &found {
         if a.json {
