@@ -543,3 +543,24 @@ fn write_probes_refuse_bad_flags_and_explain_themselves() {
         }
     }
 }
+
+#[test]
+fn stability_mode_flags() {
+    let (code, err) = refuse(SENDER, &["--stats-interval", "0", "--stats-file", "x.csv"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("'0' is not a positive number of seconds"),
+        "{err}"
+    );
+    let (code, err) = refuse(SENDER, &["--stats-interval", "5"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--stats-file"), "{err}");
+    assert_eq!(
+        refuse(SENDER, &["--stats-file", "/nonexistent-dir/rates.csv"]),
+        (1, "rw-tput-sender: --stats-file /nonexistent-dir/rates.csv: directory /nonexistent-dir does not exist\n".into())
+    );
+    assert_eq!(
+        refuse(env!("CARGO_BIN_EXE_write-flush"), &["--stats-file", "rates.csv"]),
+        (1, "write-flush: write-flush measures latency windows, not per-thread rates: --stats-file/--stats-interval (stability mode) is for the rate benchmarks\n".into())
+    );
+}

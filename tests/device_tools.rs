@@ -1,6 +1,13 @@
 //! rdma-bench's tools on a real device (Soft-RoCE in the testbed).
 
+#[path = "common/bench_run.rs"]
+mod bench_run;
+#[path = "common/memcached.rs"]
+mod memcached;
+
 use std::process::Command;
+
+use bench_run::{check_counting, check_passive, run_pair};
 
 /// The testbed's device, its ACTIVE port and the GID index the testbed chose: doctor must find
 /// them all, pick the same GID, flag the software device, and fail nothing.
@@ -37,4 +44,70 @@ fn doctor_sees_the_testbed_device_as_the_benchmarks_do() {
             .starts_with("doctor: 0 fail, "),
         "{text}"
     );
+}
+
+/// Stability mode: a 20 s run with a 2 s interval writes exactly 10 rows per counting thread
+/// (rows fall on the interval's grid from the first operation), with the documented columns,
+/// rates that agree with the row's own counts, and a drift summary at the end.
+#[test]
+fn stability_mode_writes_rows_per_thread_and_judges_drift() {
+    let dir = std::env::temp_dir().join(format!("rdma-bench-stability-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rates.csv");
+    let file_arg = file.to_str().unwrap();
+    let a = [
+        "--num-threads",
+        "2",
+        "--size",
+        "32",
+        "--postlist",
+        "4",
+        "--stats-interval",
+        "2",
+        "--stats-file",
+        file_arg,
+    ];
+    let (s, c) = run_pair(env!("CARGO_BIN_EXE_rw-tput-sender"), &a, &a, "20", "90");
+    check_counting(&s, "Server", 2, "rw-tput-sender", "WRITE");
+    check_passive(&c, "rw-tput-sender");
+    let csv = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut rows = csv.lines();
+    assert_eq!(
+        rows.next(),
+        Some("unix_time_s,elapsed_s,thread,interval_s,ops,mops")
+    );
+    let rows: Vec<Vec<f64>> = rows
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    for t in 0..2 {
+        let mine: Vec<&Vec<f64>> = rows.iter().filter(|r| r[2] == t as f64).collect();
+        assert_eq!(mine.len(), 10, "thread {t}: 10 rows of 2 s in 20 s:\n{csv}");
+        let mut last_ops = 0.0;
+        for r in &mine {
+            assert!(r[0] > 1.7e9, "a unix time: {r:?}");
+            assert!(r[3] > 0.0 && r[3] < 3.0, "an interval near 2 s: {r:?}");
+            assert!(r[4] > last_ops, "ops grow every interval: {r:?}");
+            let mops = (r[4] - last_ops) / r[3] / 1e6;
+            assert!(
+                (mops - r[5]).abs() <= 1e-5 + mops * 1e-3,
+                "rate = ops / interval: {r:?}"
+            );
+            last_ops = r[4];
+        }
+        assert!(
+            mine.last().unwrap()[1] > 19.0,
+            "the last row at the end of the run: {mine:?}"
+        );
+    }
+    assert!(
+        s.contains("main: stability: 10 intervals of 2 s in ") && s.contains("first→last tenth"),
+        "{s}"
+    );
+    assert!(
+        s.contains("\"stability\":true,\"intervals\":10,\"interval_s\":2.0"),
+        "{s}"
+    );
+    // The passive side was given the same flags and wrote nothing.
+    assert!(!c.contains("main: stability"), "{c}");
 }

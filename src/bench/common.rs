@@ -90,6 +90,24 @@ pub struct CommonArgs {
         value_name = "SECS"
     )]
     pub connect_timeout: u64,
+    /// Stability mode: every SECS seconds, write each counting thread's rate over the interval
+    /// to --stats-file, and judge drift at the end [default with --stats-file: 1]
+    #[arg(long, alias = "stats_interval", value_name = "SECS", value_parser = positive_secs, requires = "stats_file")]
+    pub stats_interval: Option<f64>,
+    /// Stability mode's CSV (`unix_time_s,elapsed_s,thread,interval_s,ops,mops`, flushed every
+    /// row); the summary flags drift of the total rate beyond 5 % from the first to the last
+    /// tenth of the run, or a coefficient of variation beyond 10 %. Written by the counting side
+    /// only (a passive side ignores it)
+    #[arg(long, alias = "stats_file", value_name = "FILE.csv")]
+    pub stats_file: Option<std::path::PathBuf>,
+}
+
+/// Parses a positive, finite number of seconds.
+pub fn positive_secs(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number of seconds")),
+    }
 }
 
 impl CommonArgs {
@@ -98,6 +116,21 @@ impl CommonArgs {
         Placement {
             huge: self.hugepages,
             numa_node: self.numa_node,
+        }
+    }
+    /// Stability mode's file and interval, when asked for.
+    pub fn stability(&self) -> Option<(&std::path::Path, f64)> {
+        let file = self.stats_file.as_deref()?;
+        Some((file, self.stats_interval.unwrap_or(1.0)))
+    }
+    /// Refuses stability mode in a benchmark that does not count operations per thread.
+    pub fn refuse_stability(&self, bench: &str) -> Result<()> {
+        match self.stats_file {
+            Some(_) => Err(Error::config(format!(
+                "{bench} measures latency windows, not per-thread rates: --stats-file/--stats-interval \
+                 (stability mode) is for the rate benchmarks"
+            ))),
+            None => Ok(()),
         }
     }
     /// Operations after which a counting thread stops.
@@ -131,6 +164,19 @@ impl CommonArgs {
         }
         if self.iters == Some(0) {
             return Err(Error::config("--iters must be at least 1"));
+        }
+        if let Some(file) = &self.stats_file {
+            let dir = match file.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => std::path::Path::new("."),
+            };
+            if !dir.is_dir() {
+                return Err(Error::config(format!(
+                    "--stats-file {}: directory {} does not exist",
+                    file.display(),
+                    dir.display()
+                )));
+            }
         }
         if self.connect_timeout == 0 {
             return Err(Error::config("--connect-timeout must be at least 1 second"));

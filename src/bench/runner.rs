@@ -40,8 +40,16 @@ where
 {
     install_stop_signals()?;
     let counters = Counters::new(threads);
+    let mut reporter = Reporter::new(info.clone(), Arc::clone(&counters));
+    let mut stats_every = None;
+    if let (Some((file, secs)), Role::Counting) = (common.stability(), role) {
+        reporter = reporter.with_stability(file, secs)?;
+        stats_every = Some(Duration::from_secs_f64(secs));
+    }
     let clock = ReportClock {
-        reporter: Reporter::new(info.clone(), Arc::clone(&counters)),
+        reporter,
+        stats_every,
+        next_stats: Instant::now(),
         counters: Arc::clone(&counters),
         role,
         duration: common.duration,
@@ -166,6 +174,9 @@ struct ReportClock {
     measuring: bool,
     deadline: Option<Instant>,
     next_tick: Instant,
+    /// Stability mode's interval, and when its next row is due.
+    stats_every: Option<Duration>,
+    next_stats: Instant,
 }
 
 impl ReportClock {
@@ -185,9 +196,21 @@ impl ReportClock {
             self.measuring = true;
             self.deadline = self.duration.map(|d| now + Duration::from_secs_f64(d));
             self.next_tick = now + Duration::from_secs(1);
+            self.next_stats = now + self.stats_every.unwrap_or_default();
         }
         if self.deadline.is_some_and(|d| now >= d) {
             request_stop();
+        }
+        if let Some(every) = self.stats_every {
+            // Rows fall on the interval's grid (from the first operation), so that --duration
+            // D and --stats-interval I give exactly D / I rows per thread; a late step writes
+            // one row for the time it covers, not one per missed slot.
+            if now >= self.next_stats {
+                self.reporter.stability_tick();
+                while self.next_stats <= now {
+                    self.next_stats += every;
+                }
+            }
         }
         if now >= self.next_tick && self.role == Role::Counting && !stop_requested() {
             self.reporter.tick();

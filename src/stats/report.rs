@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::stability::StabilityLog;
 use super::JsonObject;
+use crate::error::Result;
 
 /// One cache line per thread, so that counting never bounces lines between cores.
 #[repr(align(64))]
@@ -96,7 +98,7 @@ impl Counters {
     pub fn get(&self, t: usize) -> u64 {
         self.slots[t].ops.load(Ordering::Relaxed)
     }
-    fn started_at(&self, t: usize) -> Option<f64> {
+    pub(super) fn started_at(&self, t: usize) -> Option<f64> {
         match self.slots[t].started.load(Ordering::Acquire) {
             0 => None,
             ns => Some((ns - 1) as f64 / 1e9),
@@ -108,7 +110,7 @@ impl Counters {
             ns => Some((ns - 1) as f64 / 1e9),
         }
     }
-    fn now(&self) -> f64 {
+    pub(super) fn now(&self) -> f64 {
         self.epoch.elapsed().as_secs_f64()
     }
     /// Number of threads.
@@ -157,6 +159,7 @@ pub struct Reporter {
     counters: Arc<Counters>,
     last_ops: Vec<u64>,
     last_t: Vec<f64>,
+    stability: Option<StabilityLog>,
 }
 
 impl Reporter {
@@ -173,6 +176,29 @@ impl Reporter {
             counters,
             last_ops: vec![0; n],
             last_t: vec![0.0; n],
+            stability: None,
+        }
+    }
+
+    /// Also writes stability-mode rows (`--stats-file`, created here) every `interval_s`.
+    pub fn with_stability(mut self, path: &std::path::Path, interval_s: f64) -> Result<Reporter> {
+        let log = StabilityLog::create(path, interval_s, &self.counters, self.info.first_id)?;
+        self.stability = Some(log);
+        Ok(self)
+    }
+
+    /// One stability-mode row per started thread (nothing without `--stats-file`).
+    pub fn stability_tick(&mut self) {
+        if let Some(log) = &mut self.stability {
+            log.tick(&self.counters);
+        }
+    }
+
+    /// Prints the stability summary, if the run has one.
+    fn print_stability(&mut self) {
+        let base = self.json_base();
+        if let Some(log) = &mut self.stability {
+            print!("{}", log.summary(base, self.info.json));
         }
     }
 
@@ -249,6 +275,7 @@ impl Reporter {
     /// The final line (`main: Total throughput = X Mops`) and JSON summary (`"ok": true`).
     pub fn finish(&mut self) -> Summary {
         let s = self.totals(|t| self.counters.stopped_at(t));
+        self.print_stability();
         println!("main: Total throughput = {:.4} Mops", s.mops);
         if self.info.json {
             let o = self
@@ -276,6 +303,7 @@ impl Reporter {
             }
         });
         println!("main: run failed: {error}");
+        self.print_stability();
         if s.ops > 0 {
             println!(
                 "main: measured before the failure: {:.4} Mops ({} ops in {:.1} s, up to the last progress)",

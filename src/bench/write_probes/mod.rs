@@ -130,6 +130,7 @@ impl Peer {
         buf_size: usize,
         need_remote: u64,
     ) -> Result<Peer> {
+        common.refuse_stability(bench)?;
         let (me, peer) = if is_client {
             ("client", "server")
         } else {
