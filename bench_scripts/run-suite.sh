@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The benchmark suite: a short run of each of the paper's microbenchmarks, rdma-bench write-lat, and the
 # paper's sequencers, echo servers, rc-swarm and HERD on the first ACTIVE RDMA device (Soft-RoCE through
-# softroce.sh when there is none), then a table: benchmark, role, op, size, postlist, Mops. Each run lasts SUITE_DURATION seconds (default 3).
-# Full logs go to target/suite/<n>-<bench>.log. SUITE_ONLY=<bench> runs just that benchmark's lines.
+# softroce.sh when there is none), then a table: benchmark, role, op, size, postlist, Mops (also
+# target/suite/results.csv), a plot of it (target/suite/suite.svg) and the doctor's verdict on the
+# host. Each run lasts SUITE_DURATION seconds (default 3). Full logs go to
+# target/suite/<n>-<bench>.log. SUITE_ONLY=<bench> runs just that benchmark's lines.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -63,8 +65,11 @@ for run in "${suite[@]}"; do
   fi
 done
 python3 - "$out" "${#suite[@]}" <<'PY'
-import glob, json, os, sys
+import csv, glob, json, os, sys
 out, count = sys.argv[1], int(sys.argv[2])
+# The table again, as CSV for `rdma-bench plot` and spreadsheets (empty cell: not measured).
+results = csv.writer(open(os.path.join(out, "results.csv"), "w", newline=""), lineterminator="\n")
+results.writerow(["bench", "role", "op", "size", "postlist", "mops", "lat_avg_us", "lat_median_us", "lat_p99_us", "flags"])
 print(f"{'benchmark':<21} {'role':<7} {'op':<9} {'size':>5} {'postlist':>8} {'Mops':>9}  {'latency (avg/median/p99 us)':<28} flags")
 for n in range(1, count + 1):
     for log in sorted(glob.glob(os.path.join(out, f"{n}-*.log"))):
@@ -98,12 +103,24 @@ for n in range(1, count + 1):
         for o in rows:
             v = lat.get(o["role"]) or next(iter(lat.values()), None)
             l = ""
+            lat_cells = ["", "", ""]
             if v:
                 avg = v["average_us"]
                 med = v["median_us"]
                 l = f"{avg:.1f}/{med:.1f}/{v['p99_us']:.1f}"
+                lat_cells = [f"{avg:.3f}", f"{med:.3f}", f"{v['p99_us']:.3f}"]
+            results.writerow([o["bench"], o["role"], o["op"], o["size"], o["postlist"], f"{o['mops']:.6f}", *lat_cells, extra])
             print(f"{o['bench']:<21} {o['role']:<7} {o['op']:<9} {o['size']:>5} {o['postlist']:>8} {o['mops']:>9.4f}  {l:<28} {extra}")
         if not rows:
             print(f"{os.path.basename(log):<21} (no summary: see {log})")
 PY
+
+bin=${RDMA_BENCH_BIN_DIR:-$root/target/release}/rdma-bench
+echo
+echo "== plot: $out/suite.svg (Mops per run, from $out/results.csv)"
+"$bin" plot "$out/results.csv" -o "$out/suite.svg" || rc=1
+echo
+echo "== doctor (is this host set up right for the numbers above?)"
+# Its verdict lines and summary; a [fail] line (something that makes benchmarks fail) fails the suite.
+"$bin" doctor ${RDMA_BENCH_DEVICE:+--device "$RDMA_BENCH_DEVICE"} || rc=1
 exit $rc
