@@ -188,6 +188,36 @@ fn latency_sweep_draws_one_line_per_percentile() {
     for want in ["ours median", "ours p99", "ours p99.9", "Latency (us)"] {
         assert!(t.iter().any(|x| x == want), "text {want:?} in {t:?}");
     }
+    // Two files: one line per percentile per file.
+    let svg = plot_ok(
+        &["latency.json", "latency.json"],
+        "latency2.svg",
+        &["--label", "before", "--label", "after"],
+    );
+    let doc = parse(&svg);
+    for i in 0..6 {
+        assert_eq!(count(&doc, "polyline", "stroke", i), 2, "series {i}");
+    }
+    let t = texts(&doc);
+    for want in ["before median", "before p99.9", "after median", "after p99"] {
+        assert!(t.iter().any(|x| x == want), "text {want:?} in {t:?}");
+    }
+}
+
+#[test]
+fn without_output_the_chart_lands_beside_the_first_file() {
+    let dir = tmp("default-out");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let src = dir.join("results.csv");
+    std::fs::copy(data("results.csv"), &src).expect("copy");
+    let svg = dir.join("results.svg");
+    let _ = std::fs::remove_file(&svg);
+    let o = plot(&[s(&src)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(said.trim(), format!("wrote {} (1 series)", svg.display()));
+    let body = std::fs::read_to_string(&svg).expect("results.svg written");
+    assert_eq!(count(&parse(&body), "rect", "fill", 0), 5);
 }
 
 #[test]

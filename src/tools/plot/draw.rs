@@ -187,6 +187,7 @@ fn lines(l: &Lines, out: &mut String) -> Result<()> {
         .configure_mesh()
         .x_desc(&l.x_label)
         .y_desc(&l.y_label)
+        .x_labels(12)
         .x_label_formatter(&xfmt)
         .y_label_formatter(&|v| fmt_num(*v))
         .axis_desc_style((FONT, 16))
@@ -304,4 +305,36 @@ fn bars(b: &Bars, out: &mut String) -> Result<()> {
         .draw()
         .map_err(fail)?;
     root.present().map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_numbers_are_short() {
+        let sizes: Vec<String> = [32.0, 1024.0, 65536.0, 1048576.0, 3.0 * 1024.0, 1536.0]
+            .into_iter()
+            .map(fmt_size)
+            .collect();
+        assert_eq!(sizes, ["32", "1K", "64K", "1M", "3K", "1536"]);
+        let nums: Vec<String> = [0.0, 0.05, 1.5, 12.0, 1234.56, 3.4e6, 2e-5]
+            .into_iter()
+            .map(fmt_num)
+            .collect();
+        assert_eq!(nums, ["0", "0.05", "1.5", "12", "1235", "3.4e6", "2.0e-5"]);
+    }
+
+    #[test]
+    fn linear_ticks_are_the_data_when_few_else_round_steps() {
+        assert_eq!(
+            linear_ticks(&[8.0, 1.0, 2.0, 4.0, 2.0], 1.0, 8.0),
+            [1.0, 2.0, 4.0, 8.0]
+        );
+        let many: Vec<f64> = (1..=40).map(f64::from).collect();
+        assert_eq!(
+            linear_ticks(&many, 1.0, 40.0),
+            [5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0]
+        );
+    }
 }

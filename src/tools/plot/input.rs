@@ -339,3 +339,50 @@ pub fn parse_suite(text: &str) -> Result<Vec<SuiteRow>, String> {
     }
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_cells_keep_quoted_commas_and_quotes() {
+        assert_eq!(
+            split_csv("a,,\"b,c\",\"say \"\"hi\"\"\"\r"),
+            ["a", "", "b,c", "say \"hi\""]
+        );
+    }
+
+    #[test]
+    fn suite_rows_without_mops_are_left_out_and_labels_skip_empty_cells() {
+        let text = "bench,role,op,size,postlist,mops,lat_avg_us,lat_median_us,lat_p99_us,flags\n\
+                    rw-allsig,server,write,8,,1.25,,,,\n\
+                    rw-postlist-latency,server,write,32,16,,4.2,4.1,6.3,\n\
+                    herd,client,get,,,0.5,,,,\n";
+        let rows = parse_suite(text).expect("parses");
+        let got: Vec<(&str, f64)> = rows.iter().map(|r| (r.label.as_str(), r.mops)).collect();
+        assert_eq!(
+            got,
+            [("rw-allsig server write 8", 1.25), ("herd client get", 0.5)]
+        );
+        let bad = parse_suite("bench,role,op,size,postlist,mops\nx,y,z,1,1,fast\n");
+        assert_eq!(
+            bad,
+            Err("line 2: `mops` is `fast`, not a number".to_string())
+        );
+    }
+
+    #[test]
+    fn sweep_csv_rows_group_by_label_and_params() {
+        let text = "label,qps,metric,unit,n,median,mean,min,max,ci95_low,ci95_high\n\
+                    a,1,mops,Mops,1,1.0,1.0,1.0,1.0,,\n\
+                    a,1,lat_p99_us,us,1,9.0,9.0,9.0,9.0,,\n\
+                    b,2,mops,Mops,3,2.0,2.0,1.5,2.5,1.8,2.2\n";
+        let s = parse_sweep_csv(text, "stem").expect("parses");
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].label.as_str(), s[0].points.len()), ("a", 1));
+        assert_eq!(s[0].points[0].metrics.len(), 2);
+        assert_eq!(s[0].points[0].metrics["mops"].ci95, None);
+        assert_eq!(s[1].points[0].metrics["mops"].ci95, Some((1.8, 2.2)));
+        assert_eq!(s[1].params, ["qps"]);
+    }
+}
