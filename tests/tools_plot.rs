@@ -373,6 +373,14 @@ fn bad_input_is_one_line_and_exit_2() {
     )
     .expect("write");
     refused(&[s(&empty), "-o", out], None, "no points");
+    let dup = tmp("dup.json");
+    let point = r#"{"params":{"size":8},"metrics":{"mops":{"unit":"Mops","n":1,"median":1,"min":1,"max":1}}}"#;
+    std::fs::write(
+        &dup,
+        format!(r#"{{"label":"d","params":["size"],"points":[{point},{point}]}}"#),
+    )
+    .expect("write");
+    refused(&[s(&dup), "-o", out], None, "d: two points at size = 8");
     let res = data("results.csv");
     refused(&[s(&res), ours, "-o", out], None, "cannot share one chart");
     let nobin = tmp("nobin");
