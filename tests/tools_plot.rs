@@ -111,6 +111,27 @@ fn three_sweeps_overlay_as_rate_vs_size_with_error_bars() {
         .any(|x| x == "Rate vs size: ours vs perftest vs c-suite-size"));
 }
 
+/// Recorded on the Soft-RoCE testbed (qemu TCG guest): `rdma-bench write-bw -s SIZE -n 5000`,
+/// 3 repetitions per size in alternating order, the client's `--out_json` MsgRate/BW_average.
+#[test]
+fn recorded_soft_roce_sweep_plots_rate_and_bandwidth() {
+    let svg = plot_ok(&["recorded-write-bw.json"], "recorded.svg", &[]);
+    let doc = parse(&svg);
+    assert_eq!(count(&doc, "polyline", "stroke", 0), 2);
+    assert_eq!(count(&doc, "circle", "fill", 0), 6);
+    assert_eq!(count(&doc, "line", "stroke", 0), 6 * 3);
+    let t = texts(&doc);
+    for want in ["ours (Soft-RoCE)", "64", "16K", "64K", "Rate (Mops)"] {
+        assert!(t.iter().any(|x| x == want), "text {want:?} in {t:?}");
+    }
+    let svg = plot_ok(
+        &["recorded-write-bw.json"],
+        "recorded-bw.svg",
+        &["--metric", "bw_mbps"],
+    );
+    assert!(texts(&parse(&svg)).iter().any(|x| x == "Bandwidth (MB/s)"));
+}
+
 #[test]
 fn sweep_csv_reads_as_its_json_and_draws_the_same_svg() {
     let j = input::read(&data("ours-size.json"), None).expect("json");

@@ -296,7 +296,7 @@ fn sweep_series(s: &Sweep, x: &str, metrics: &[String], err: ErrSpan) -> Result<
             pts.sort_by(|a, b| a.x.total_cmp(&b.x));
             if let Some(w) = pts.windows(2).find(|w| w[0].x == w[1].x) {
                 return Err(Error::config(format!(
-                    "{label}: two points at {x} = {} (a param missing from `params`?)",
+                    "{label}: two points at {x} = {} with the same other params",
                     w[0].x
                 )));
             }
