@@ -1,0 +1,388 @@
+//! The three inputs `rdma-bench plot` reads, into one model: a sweep's JSON (`PREFIX.json`), a
+//! sweep's long-form CSV (`PREFIX.csv`) and the suite's `results.csv`. Kept self-contained (a
+//! small CSV splitter, serde_json's `Value` for the JSON) so that the formats are the only contract
+//! with the tools that write them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// One metric's statistics over the repetitions of a point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stat {
+    /// Unit as written by the sweep ("Mops", "MB/s", "us").
+    pub unit: String,
+    /// Number of repetitions behind the statistics.
+    pub n: u32,
+    /// Median of the repetitions: the value that is plotted.
+    pub median: f64,
+    /// Smallest repetition.
+    pub min: f64,
+    /// Largest repetition.
+    pub max: f64,
+    /// 95 % confidence interval, when the sweep could compute one.
+    pub ci95: Option<(f64, f64)>,
+}
+
+/// One point of a sweep: its parameter values and its metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Parameter name → value as written (numbers keep their text form, e.g. "4096").
+    pub params: BTreeMap<String, String>,
+    /// Metric name → statistics.
+    pub metrics: BTreeMap<String, Stat>,
+}
+
+/// A sweep (from its JSON or CSV): a label, the swept parameters and the points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sweep {
+    /// The series' name in the legend.
+    pub label: String,
+    /// Swept parameters, in the sweep's order.
+    pub params: Vec<String>,
+    /// The metric the sweep was run for (JSON's `metric` field), if known.
+    pub metric: Option<String>,
+    /// The points, in file order.
+    pub points: Vec<Point>,
+}
+
+/// One row of the suite's `results.csv` that has a Mops value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteRow {
+    /// "bench role op size/postlist", the bar's label.
+    pub label: String,
+    /// Million operations per second.
+    pub mops: f64,
+}
+
+/// What one input file holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// One or more sweeps (a CSV may hold several labels).
+    Sweeps(Vec<Sweep>),
+    /// The suite's results table.
+    Suite {
+        /// The file's label (file stem or `--label`).
+        label: String,
+        /// Rows with a Mops value.
+        rows: Vec<SuiteRow>,
+    },
+}
+
+/// The metric names a sweep writes.
+pub const METRICS: &[&str] = &[
+    "mops",
+    "bw_mbps",
+    "lat_avg_us",
+    "lat_median_us",
+    "lat_p99_us",
+    "lat_p999_us",
+    "lat_min_us",
+    "lat_max_us",
+];
+
+const SUITE_HEADER: &[&str] = &["bench", "role", "op", "size", "postlist", "mops"];
+
+/// Reads one input file; `label` overrides the label written in the file.
+pub fn read(path: &Path, label: Option<&str>) -> Result<Input> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::config(format!("cannot read {}: {e}", path.display())))?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let what = path.display().to_string();
+    if text.trim_start().starts_with('{') {
+        let mut s = parse_json(&text, &stem).map_err(|e| at(&what, e))?;
+        if let Some(l) = label {
+            s.label = l.to_string();
+        }
+        return Ok(Input::Sweeps(vec![s]));
+    }
+    let header = split_csv(text.lines().next().unwrap_or(""));
+    if header.len() >= SUITE_HEADER.len() && header[..SUITE_HEADER.len()] == *SUITE_HEADER {
+        let rows = parse_suite(&text).map_err(|e| at(&what, e))?;
+        let label = label.map(str::to_string).unwrap_or(stem);
+        return Ok(Input::Suite { label, rows });
+    }
+    let mut sweeps = parse_sweep_csv(&text, &stem).map_err(|e| at(&what, e))?;
+    if let Some(l) = label {
+        for s in &mut sweeps {
+            s.label = l.to_string();
+        }
+    }
+    Ok(Input::Sweeps(sweeps))
+}
+
+fn at(what: &str, e: String) -> Error {
+    Error::config(format!("{what}: {e}"))
+}
+
+fn param_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn num(v: Option<&Value>, field: &str) -> Result<f64, String> {
+    v.and_then(Value::as_f64)
+        .ok_or_else(|| format!("metric field `{field}` missing or not a number"))
+}
+
+fn parse_stat(v: &Value) -> Result<Stat, String> {
+    let ci = match (
+        v.get("ci95_low").and_then(Value::as_f64),
+        v.get("ci95_high").and_then(Value::as_f64),
+    ) {
+        (Some(l), Some(h)) => Some((l, h)),
+        _ => None,
+    };
+    Ok(Stat {
+        unit: v.get("unit").and_then(Value::as_str).unwrap_or("").into(),
+        n: v.get("n").and_then(Value::as_u64).unwrap_or(1) as u32,
+        median: num(v.get("median"), "median")?,
+        min: num(v.get("min"), "min")?,
+        max: num(v.get("max"), "max")?,
+        ci95: ci,
+    })
+}
+
+/// Parses a sweep's JSON; `stem` is the label when the file has none.
+pub fn parse_json(text: &str, stem: &str) -> Result<Sweep, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let params = v
+        .get("params")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(param_text).collect())
+        .unwrap_or_default();
+    let mut points = Vec::new();
+    let raw = v
+        .get("points")
+        .and_then(Value::as_array)
+        .ok_or("no `points` array (is this a sweep's JSON?)")?;
+    for (i, p) in raw.iter().enumerate() {
+        let pp = p
+            .get("params")
+            .and_then(Value::as_object)
+            .ok_or(format!("point {i} has no `params` object"))?;
+        let mm = p
+            .get("metrics")
+            .and_then(Value::as_object)
+            .ok_or(format!("point {i} has no `metrics` object"))?;
+        let mut metrics = BTreeMap::new();
+        for (k, s) in mm {
+            metrics.insert(
+                k.clone(),
+                parse_stat(s).map_err(|e| format!("point {i}: {k}: {e}"))?,
+            );
+        }
+        points.push(Point {
+            params: pp.iter().map(|(k, v)| (k.clone(), param_text(v))).collect(),
+            metrics,
+        });
+    }
+    Ok(Sweep {
+        label: v
+            .get("label")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(stem)
+            .to_string(),
+        params,
+        metric: v.get("metric").and_then(Value::as_str).map(str::to_string),
+        points,
+    })
+}
+
+/// Splits one CSV line (RFC 4180 quoting: `"a,b"` and `""` inside quotes).
+pub fn split_csv(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.trim_end_matches('\r').chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+fn cell_f64(cells: &[String], i: usize, what: &str, line: usize) -> Result<f64, String> {
+    let c = cells.get(i).map(|s| s.trim()).unwrap_or("");
+    c.parse::<f64>()
+        .map_err(|_| format!("line {line}: `{what}` is `{c}`, not a number"))
+}
+
+/// Parses a sweep's long-form CSV into one sweep per label (in order of first appearance).
+pub fn parse_sweep_csv(text: &str, stem: &str) -> Result<Vec<Sweep>, String> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let header = lines
+        .next()
+        .map(|(_, l)| split_csv(l))
+        .ok_or("empty file")?;
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let (Some(0), Some(m)) = (col("label"), col("metric")) else {
+        return Err(
+            "not a sweep CSV (header must start with `label` and have `metric`) \
+                    nor a suite results.csv (`bench,role,op,...`)"
+                .into(),
+        );
+    };
+    let params: Vec<String> = header[1..m].to_vec();
+    let need = |n: &str| col(n).ok_or(format!("header has no `{n}` column"));
+    let (unit, n, med, min, max) = (
+        need("unit")?,
+        need("n")?,
+        need("median")?,
+        need("min")?,
+        need("max")?,
+    );
+    let (cil, cih) = (col("ci95_low"), col("ci95_high"));
+    let mut sweeps: Vec<Sweep> = Vec::new();
+    for (ln, line) in lines {
+        let ln = ln + 1;
+        let c = split_csv(line);
+        if c.len() < header.len() {
+            return Err(format!(
+                "line {ln} has {} cells, header has {}",
+                c.len(),
+                header.len()
+            ));
+        }
+        let label = if c[0].is_empty() { stem } else { &c[0] };
+        let opt = |i: Option<usize>| i.and_then(|i| c[i].trim().parse::<f64>().ok());
+        let stat = Stat {
+            unit: c[unit].clone(),
+            n: c[n].trim().parse().unwrap_or(1),
+            median: cell_f64(&c, med, "median", ln)?,
+            min: cell_f64(&c, min, "min", ln)?,
+            max: cell_f64(&c, max, "max", ln)?,
+            ci95: opt(cil).zip(opt(cih)),
+        };
+        let pv: BTreeMap<String, String> = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.clone(), c[1 + i].clone()))
+            .collect();
+        let sweep = match sweeps.iter_mut().position(|s| s.label == label) {
+            Some(i) => &mut sweeps[i],
+            None => {
+                sweeps.push(Sweep {
+                    label: label.to_string(),
+                    params: params.clone(),
+                    metric: None,
+                    points: Vec::new(),
+                });
+                let last = sweeps.len() - 1;
+                &mut sweeps[last]
+            }
+        };
+        match sweep.points.iter_mut().find(|p| p.params == pv) {
+            Some(p) => {
+                p.metrics.insert(c[m].clone(), stat);
+            }
+            None => sweep.points.push(Point {
+                params: pv,
+                metrics: BTreeMap::from([(c[m].clone(), stat)]),
+            }),
+        }
+    }
+    Ok(sweeps)
+}
+
+/// Parses the suite's `results.csv`: rows without a Mops value are left out.
+pub fn parse_suite(text: &str) -> Result<Vec<SuiteRow>, String> {
+    let mut rows = Vec::new();
+    for (ln, line) in text.lines().enumerate().skip(1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let c = split_csv(line);
+        if c.len() < SUITE_HEADER.len() {
+            return Err(format!(
+                "line {} has {} cells, expected at least 6",
+                ln + 1,
+                c.len()
+            ));
+        }
+        if c[5].trim().is_empty() {
+            continue;
+        }
+        let mops = cell_f64(&c, 5, "mops", ln + 1)?;
+        let shape = match (c[3].trim(), c[4].trim()) {
+            ("", "") => String::new(),
+            (s, "") => s.to_string(),
+            (s, p) => format!("{s}/{p}"),
+        };
+        let label = [c[0].trim(), c[1].trim(), c[2].trim(), shape.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        rows.push(SuiteRow { label, mops });
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_cells_keep_quoted_commas_and_quotes() {
+        assert_eq!(
+            split_csv("a,,\"b,c\",\"say \"\"hi\"\"\"\r"),
+            ["a", "", "b,c", "say \"hi\""]
+        );
+    }
+
+    #[test]
+    fn suite_rows_without_mops_are_left_out_and_labels_skip_empty_cells() {
+        let text = "bench,role,op,size,postlist,mops,lat_avg_us,lat_median_us,lat_p99_us,flags\n\
+                    rw-allsig,server,write,8,,1.25,,,,\n\
+                    rw-postlist-latency,server,write,32,16,,4.2,4.1,6.3,\n\
+                    herd,client,get,,,0.5,,,,\n";
+        let rows = parse_suite(text).expect("parses");
+        let got: Vec<(&str, f64)> = rows.iter().map(|r| (r.label.as_str(), r.mops)).collect();
+        assert_eq!(
+            got,
+            [("rw-allsig server write 8", 1.25), ("herd client get", 0.5)]
+        );
+        let bad = parse_suite("bench,role,op,size,postlist,mops\nx,y,z,1,1,fast\n");
+        assert_eq!(
+            bad,
+            Err("line 2: `mops` is `fast`, not a number".to_string())
+        );
+    }
+
+    #[test]
+    fn sweep_csv_rows_group_by_label_and_params() {
+        let text = "label,qps,metric,unit,n,median,mean,min,max,ci95_low,ci95_high\n\
+                    a,1,mops,Mops,1,1.0,1.0,1.0,1.0,,\n\
+                    a,1,lat_p99_us,us,1,9.0,9.0,9.0,9.0,,\n\
+                    b,2,mops,Mops,3,2.0,2.0,1.5,2.5,1.8,2.2\n";
+        let s = parse_sweep_csv(text, "stem").expect("parses");
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].label.as_str(), s[0].points.len()), ("a", 1));
+        assert_eq!(s[0].points[0].metrics.len(), 2);
+        assert_eq!(s[0].points[0].metrics["mops"].ci95, None);
+        assert_eq!(s[1].points[0].metrics["mops"].ci95, Some((1.8, 2.2)));
+        assert_eq!(s[1].params, ["qps"]);
+    }
+}
