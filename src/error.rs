@@ -34,6 +34,9 @@ pub enum Error {
     },
     /// The request cannot work as asked (bad flag combination, unknown device, wrong GID index…).
     Config(String),
+    /// A tool's input is unusable (a missing or malformed file, an unknown metric): exit code 2,
+    /// like a usage error.
+    Usage(String),
     /// Something expected did not happen in time (a completion, a peer, a registry key).
     Timeout {
         /// What was awaited, as a sentence fragment ("no completion (0 of 1 arrived)").
@@ -89,6 +92,10 @@ impl Error {
         Error::Config(msg.into())
     }
 
+    pub(crate) fn usage(msg: impl Into<String>) -> Self {
+        Error::Usage(msg.into())
+    }
+
     pub(crate) fn protocol(msg: impl Into<String>) -> Self {
         Error::Protocol(msg.into())
     }
@@ -113,6 +120,7 @@ impl Error {
             Error::PeerLost { .. } => 3,
             Error::Verify(_) => 4,
             Error::Stopped(_) => 130,
+            Error::Usage(_) => 2,
             _ => 1,
         }
     }
@@ -249,7 +257,9 @@ impl fmt::Display for Error {
                 "work completion error: {} (status {status}, opcode {opcode}, wr_id {wr_id}, vendor_err {vendor_err:#x})",
                 wc_status_name(*status)
             ),
-            Error::Config(msg) | Error::Protocol(msg) | Error::Stopped(msg) => f.write_str(msg),
+            Error::Config(msg) | Error::Usage(msg) | Error::Protocol(msg) | Error::Stopped(msg) => {
+                f.write_str(msg)
+            }
             Error::PeerLost { peer, what } => write!(f, "peer {peer} is gone: {what}"),
             Error::Verify(msg) => write!(f, "verify: {msg}"),
             Error::Timeout { what, after, hint } => {

@@ -73,16 +73,10 @@ pub struct PlotArgs {
     pub linear_x: bool,
 }
 
-/// Runs `rdma-bench plot`. Bad input prints one line and exits 2 (the process ends here);
-/// a failure to write the output is returned.
+/// Runs `rdma-bench plot`. Bad input is a usage error (exit 2); a failure to write the output
+/// is an error of its own (exit 1).
 pub fn run(a: PlotArgs) -> Result<()> {
-    let (chart, out) = match prepare(&a) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("rdma-bench plot: {e}");
-            std::process::exit(2);
-        }
-    };
+    let (chart, out) = prepare(&a).map_err(|e| Error::usage(e.to_string()))?;
     let svg = draw::svg(&chart)?;
     write(&out, &svg)?;
     let n = match &chart {
