@@ -163,6 +163,11 @@ pub fn table(labels: &[String], metric: Metric, rows: &[Row]) -> String {
     crate::tools::sweep::align(&out)
 }
 
+/// Six decimals, as the sweep's files.
+fn round6(x: f64) -> f64 {
+    num(x).parse().unwrap_or(x)
+}
+
 /// The comparison as JSON.
 pub fn json_doc(labels: &[String], metric: Metric, rows: &[Row]) -> String {
     let rows: Vec<Value> = rows
@@ -170,8 +175,8 @@ pub fn json_doc(labels: &[String], metric: Metric, rows: &[Row]) -> String {
         .map(|r| {
             json!({"op": r.key.op, "size": r.key.size, "postlist": r.key.postlist,
                 "threads": r.key.threads,
-                "values": r.values.iter().map(|v| v.map(|x| num(x).parse::<f64>().unwrap_or(x))).collect::<Vec<_>>(),
-                "ratios": (1..labels.len()).map(|i| r.ratio(i, metric)).collect::<Vec<_>>()})
+                "values": r.values.iter().map(|v| v.map(round6)).collect::<Vec<_>>(),
+                "ratios": (1..labels.len()).map(|i| r.ratio(i, metric).map(round6)).collect::<Vec<_>>()})
         })
         .collect();
     json!({"metric": metric.name(), "unit": metric.unit(),
@@ -286,4 +291,56 @@ pub fn run(a: CompareArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::results::{parse, points};
+
+    #[test]
+    fn the_originals_log_meets_our_json_and_perftests_table() {
+        // The original's lines in their documented format (rw-tput-sender prints IOPS per
+        // thread; its command line, as a comment, says what ran).
+        let original = "# ./rw-tput-sender --size 32 --postlist 4 --do-read 0 --num-threads 1\n\
+                        main: Server 0: 2000000.00 IOPS\n\
+                        main: Server 0: 2200000.00 IOPS\n\
+                        main: Server 0: 2100000.00 IOPS\n";
+        let ours = r#"{"bench":"rw-tput-sender","role":"server","op":"WRITE","size":32,"postlist":4,"summary":true,"ok":true,"threads":1,"mops":2.31}
+{"bench":"rw-tput-sender","role":"server","op":"READ","size":32,"postlist":4,"summary":true,"ok":true,"threads":1,"mops":1.5}"#;
+        let perftest = " RDMA_Write Post List BW Test\n Post List       : 4\n\
+             #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n \
+             32         5000             0.60               0.50   \t\t   1.953125\n\
+             ---------------------------------------------------------------------------------------\n";
+        let files = [
+            points(&parse(original)),
+            points(&parse(ours)),
+            points(&parse(perftest)),
+        ];
+        let rows = match_points(&files, Metric::Mops);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].values, [Some(2.1), Some(2.31), Some(1.953125)]);
+        assert!((rows[0].ratio(1, Metric::Mops).unwrap() - 1.1).abs() < 1e-12);
+        assert_eq!(rows[1].key.op.as_deref(), Some("READ"));
+        assert_eq!(rows[1].values, [None, Some(1.5), None]);
+        let labels = ["original".to_string(), "ours".into(), "perftest".into()];
+        assert_eq!(
+            table(&labels, Metric::Mops, &rows),
+            "\
+op     size  postlist  threads  original [Mops]  ours [Mops]  perftest [Mops]  ours/original  perftest/original
+WRITE  32    4         1        2.1000           2.3100       1.9531           1.100          0.930
+READ   32    4         1        –                1.5000       –                –              –
+"
+        );
+        assert_eq!(
+            first_below(&labels, Metric::Mops, &rows, 0.95).as_deref(),
+            Some(
+                "perftest/original = 0.930 at WRITE, size 32, postlist 4, threads 1 is below \
+                 --fail-below 0.95"
+            )
+        );
+        // Gb/s (10^9 bits) become MB/s (2^20 bytes).
+        let bw = match_points(&files[2..], Metric::BwMbps);
+        assert!((bw[0].values[0].unwrap() - 0.5e9 / 8.0 / 1048576.0).abs() < 1e-9);
+    }
 }
