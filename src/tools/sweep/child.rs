@@ -23,8 +23,8 @@ pub struct Outcome {
     pub interrupted: bool,
 }
 
-/// How long a stopped sweep waits for its child to end on its own (a terminal's Ctrl-C reaches
-/// the child too, and our benchmarks end cleanly on it) before killing it.
+/// How long a stopped sweep waits for its child to end on its own after a SIGINT (our benchmarks
+/// and run-local.sh end cleanly on it) before killing it.
 const GRACE: Duration = Duration::from_secs(3);
 
 /// How long the output may still trickle in after the child ended (a grandchild that outlives
@@ -91,7 +91,16 @@ pub fn run(argv: &[String], env: &[(&str, String)]) -> Result<Outcome> {
             Err(_) => break None,
         }
         if control::stop_requested() {
-            let at = *stopped_at.get_or_insert_with(Instant::now);
+            let at = *stopped_at.get_or_insert_with(|| {
+                // The stop may not have come from a terminal (which signals the child as well):
+                // ask the child to stop as our benchmarks and run-local.sh understand it.
+                let _ = Command::new("kill")
+                    .args(["-INT", &child.id().to_string()])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                Instant::now()
+            });
             if at.elapsed() >= GRACE {
                 let _ = child.kill();
                 break child.wait().ok();

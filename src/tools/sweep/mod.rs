@@ -46,8 +46,9 @@ Files (PREFIX from --out):
   PREFIX.csv        label,<params>,metric,unit,n,median,mean,min,max,ci95_low,ci95_high
   PREFIX.json       {label, command, params, metric, reps, points: [{params, metrics: {NAME:
                     {unit, n, median, mean, min, max, ci95_low, ci95_high, values}}}]}
-CI: the 95 % confidence interval of the mean (Student's t). Ctrl-C stops the running command,
-keeps what was measured (the files are written) and exits 130; rerun to resume.";
+CI: the 95 % confidence interval of the mean (Student's t). Ctrl-C (SIGINT or SIGTERM) stops the
+running command (SIGINT, SIGKILL 3 s later), keeps what was measured (the files are written) and
+exits 130; rerun to resume.";
 
 /// `rdma-bench sweep`'s flags.
 #[derive(clap::Args, Debug, Clone)]
