@@ -127,7 +127,9 @@ pub fn sniff(text: &str) -> Format {
     if first.starts_with("label,") && first.contains(",metric,unit,n,median,") {
         return Format::SweepCsv;
     }
-    if first.contains(",rep,ok,metric,unit,value,seconds") {
+    if first.starts_with("rep,ok,metric,unit,value,seconds")
+        || first.contains(",rep,ok,metric,unit,value,seconds")
+    {
         return Format::SweepRunsCsv;
     }
     if trimmed.starts_with('{') {

@@ -112,6 +112,11 @@ fn sniffing_tells_the_formats_apart() {
         sniff("size,rep,ok,metric,unit,value,seconds\n"),
         Format::SweepRunsCsv
     );
+    // A sweep without parameters.
+    assert_eq!(
+        sniff("rep,ok,metric,unit,value,seconds\n"),
+        Format::SweepRunsCsv
+    );
     assert_eq!(
         sniff("{\n \"test_info\": {},\n \"results\": {}\n}\n"),
         Format::JsonDocument
