@@ -142,3 +142,27 @@ fn sweep_csv_points_carry_their_params_as_keys() {
     assert_eq!(mops(&p[1]), 2.5);
     assert!(points_of_text("size,rep,ok,metric,unit,value,seconds\n").is_err());
 }
+
+#[test]
+fn interleaved_perftest_tables_of_both_sides() {
+    // run-local.sh's output of our write-bw (a real recording), without its JSON lines: both
+    // sides print the table; the client's row is the result.
+    let rec = include_str!("../../../tests/data/compare/ours-write-bw-s32.txt");
+    let text: String = rec
+        .lines()
+        .filter(|l| !l.contains("] {"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let ms = parse(&text);
+    assert_eq!(ms.len(), 2, "{ms:?}");
+    assert!(ms.iter().all(|m| m.source == Source::Perftest));
+    assert_eq!(ms[0].bench, "ib_write_bw");
+    let p = points(&ms);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].metrics.get(Metric::Mops), Some(0.010023));
+    assert_eq!(p[0].metrics.get(Metric::BwMbps), Some(0.31));
+    // With the JSON lines, the JSON's precision.
+    let p = points(&parse(rec));
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].metrics.get(Metric::Mops), Some(0.010023330161922608));
+}
