@@ -48,8 +48,8 @@ fn perftest_against_our_tool_and_benchmark() {
         out,
         "\
 op     size  postlist  threads  perftest [Mops]  ours-tool [Mops]  ours-rw [Mops]  ours-tool/perftest  ours-rw/perftest
-WRITE  32    1         –        0.0277           0.0100            –               0.362               –
-WRITE  32    4         1        –                –                 0.0256          –                   –
+WRITE  32    1         –        0.02770          0.01002           –               0.362               –
+WRITE  32    4         1        –                –                 0.02555         –                   –
 "
     );
 }
@@ -71,7 +71,7 @@ fn perftest_json_says_what_its_table_says() {
         assert_eq!(code, Some(0), "{err}");
         let want = if metric == "mops" {
             "op    size  postlist  json [Mops]  text [Mops]  text/json\n\
-             READ  64    1         0.0062       0.0062       1.000\n"
+             READ  64    1         0.006185     0.006185     1.000\n"
         } else {
             "op    size  postlist  json [MB/s]  text [MB/s]  text/json\n\
              READ  64    1         0.3800       0.3800       1.000\n"
@@ -92,7 +92,7 @@ fn perftest_json_says_what_its_table_says() {
     assert_eq!(
         out,
         "op     size  postlist  json [us]  text [us]  text/json\n\
-         WRITE  8     1         14582.68   14582.68   1.000\n"
+         WRITE  8     1         14583      14583      1.000\n"
     );
 }
 
@@ -115,7 +115,7 @@ fn latency_ratios_are_inverted_and_fail_below_names_the_point() {
     assert_eq!(
         out,
         "op     size  postlist  perftest [us]  ours [us]  ours/perftest\n\
-         WRITE  8     1         17.5900        3623.48    0.005\n"
+         WRITE  8     1         17.59          3623       0.005\n"
     );
     let mut strict = args.to_vec();
     strict.extend(["--fail-below", "0.5"]);
@@ -176,4 +176,105 @@ fn bad_input_is_one_clear_line() {
     let _ = std::fs::remove_file(&empty);
     assert_eq!(code, Some(1));
     assert!(err.ends_with(": no results found in it\n"), "{err}");
+}
+
+#[test]
+fn a_real_sweep_against_single_runs_and_perftest() {
+    // rdma-bench sweep --param postlist=1..8 --reps 2 over run-local.sh rw-tput-sender --size 32
+    // (its JSON: postlist and op per point, no size), single runs at postlist 1 and 4, and
+    // perftest's ib_write_bw -l 4, as table and as 4.5's JSON file.
+    let (code, out, err) = compare(&[
+        "sweep-wpl.json",
+        "ours-rw-tput-sender-write-s32-pl1.txt",
+        "ours-rw-tput-sender-write-s32-pl4.txt",
+        "perftest-write-bw-s32-l4.txt",
+        "perftest-write-bw-s32-l4.json",
+        "--label",
+        "sweep",
+        "--label",
+        "pl1",
+        "--label",
+        "pl4",
+        "--label",
+        "pt-l4",
+        "--label",
+        "pt-l4-json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "\
+op     size  postlist  threads  sweep [Mops]  pl1 [Mops]  pl4 [Mops]  pt-l4 [Mops]  pt-l4-json [Mops]  pl1/sweep  pl4/sweep  pt-l4/sweep  pt-l4-json/sweep
+WRITE  32    1         1        0.02435       0.03171     –           –             –                  1.302      –          –            –
+WRITE  –     2         –        0.03269       –           –           –             –                  –          –          –            –
+WRITE  32    4         1        0.03050       –           0.02555     0.03413       0.03413            –          0.838      1.119        1.119
+WRITE  –     8         –        0.03615       –           –           –             –                  –          –          –            –
+"
+    );
+    // The sweep's CSV says what its JSON says (the JSON knows the op).
+    let (code, out, _) = compare(&[
+        "sweep-wpl.csv",
+        "sweep-wpl.json",
+        "--label",
+        "csv",
+        "--label",
+        "json",
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out,
+        "\
+op     postlist  csv [Mops]  json [Mops]  json/csv
+WRITE  1         0.02435     0.02435      1.000
+WRITE  2         0.03269     0.03269      1.000
+WRITE  4         0.03050     0.03050      1.000
+WRITE  8         0.03615     0.03615      1.000
+"
+    );
+}
+
+#[test]
+fn perftest_all_sizes_with_a_row_it_could_not_measure() {
+    // ib_write_lat -a -n 10: 23 sizes, one of them printed as inf/-nan (left out).
+    let (code, out, err) = compare(&[
+        "perftest-write-lat-a.txt",
+        "ours-write-lat-s8.txt",
+        "--metric",
+        "lat_p999_us",
+        "--label",
+        "pt",
+        "--label",
+        "ours",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1 + 22, "{out}");
+    assert_eq!(
+        lines[0],
+        "op     size     postlist  pt [us]  ours [us]  ours/pt"
+    );
+    assert_eq!(
+        lines[3],
+        "WRITE  8        1         38.07    23647      0.002"
+    );
+    assert!(!out.contains("1048576"), "{out}");
+    assert!(
+        lines[22].starts_with("WRITE  8388608  1         221548   –"),
+        "{out}"
+    );
+    // ib_write_bw -a: every size a row, ours at 32 B matched.
+    let (code, out, _) = compare(&[
+        "perftest-write-bw-a.txt",
+        "ours-write-bw-s32.txt",
+        "--label",
+        "pt",
+        "--label",
+        "ours",
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(out.lines().count(), 1 + 23);
+    assert!(
+        out.contains("\nWRITE  32       1         0.01125      0.01002      0.891\n"),
+        "{out}"
+    );
 }

@@ -112,11 +112,15 @@ pub fn match_points(files: &[Vec<Point>], metric: Metric) -> Vec<Row> {
     rows
 }
 
-/// Values for the table: four decimals below 100, two above.
+/// Values for the table: four significant digits (rates on the testbed go down to 10^-5 Mops),
+/// whole numbers from 1000 up.
 fn cell(v: Option<f64>) -> String {
     match v {
-        Some(v) if v.abs() < 100.0 => format!("{v:.4}"),
-        Some(v) => format!("{v:.2}"),
+        Some(v) if v == 0.0 || !v.is_finite() => format!("{v}"),
+        Some(v) => {
+            let decimals = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+            format!("{v:.decimals$}")
+        }
         None => "–".into(),
     }
 }
