@@ -316,3 +316,26 @@ fn sigint_keeps_what_was_measured_and_exits_130() {
         Some("syn,1,10,mops,Mops,1,10,10,10,10,10,10")
     );
 }
+
+#[test]
+fn a_resumed_sweep_keeps_the_metric_of_its_ok_runs() {
+    // The failed run comes first and its row can only guess the metric (mops); the ok run's
+    // metric is the sweep's, also after a rerun.
+    let d = Dir::new("resume-metric");
+    let flags = ["--param", "a=fail,lat", "--param", "b=8", "--reps", "1"];
+    assert_eq!(sweep(&d, &flags).status.code(), Some(0));
+    let runs = d.read("s.runs.csv");
+    assert!(runs.contains("\nfail,8,0,0,mops,Mops,,"), "{runs}");
+    assert!(runs.contains("\nlat,8,0,1,lat_avg_us,us,3,"), "{runs}");
+    let o = sweep(&d, &flags);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(d.read("log"), "fail 8 0\nlat 8 0\nfail 8 0\n");
+    let j: serde_json::Value = serde_json::from_str(&d.read("s.json")).unwrap();
+    assert_eq!(j["metric"], "lat_avg_us");
+    assert!(d
+        .read("s.runs.csv")
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("fail,8,0,0,lat_avg_us,us,,"));
+}

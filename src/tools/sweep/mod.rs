@@ -169,9 +169,10 @@ pub fn run(a: SweepArgs) -> Result<()> {
         }
     }
     let (mut log, mut runs) = RunLog::open(&a.out, &p.names)?;
-    // The metric: --metric, else the one the log already has, else the first ok run's choice.
+    // The metric: --metric, else the one the log's ok runs have, else the first ok run's
+    // choice (a failed run's row names the metric it looked for, which may be a guess).
     let mut metric = p.metric;
-    if let Some(first) = runs.first() {
+    if let Some(first) = runs.iter().find(|r| r.ok) {
         match metric {
             Some(m) if m != first.metric => {
                 return Err(Error::config(format!(
