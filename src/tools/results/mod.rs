@@ -13,7 +13,7 @@ mod perftest;
 mod points;
 mod sweep_file;
 
-pub use lines::command_hints;
+pub use lines::{command_hints, Hints};
 pub use metric::{Metric, Metrics};
 pub use points::{points, Key, Point};
 
