@@ -16,7 +16,8 @@ perftest 4.5's), the original C suite's log (its lines carry no flags: a `# rw-t
 
 Points are matched by operation (WRITE, READ, SEND, …), size, postlist and threads, each where
 both files know it: our `rw-tput-sender --do-read 0` WRITE meets perftest's ib_write_bw WRITE and the
-original's rw-tput-sender. A point missing from a file shows –.
+original's rw-tput-sender. A file that says nothing of its shape (a text summary) matches the
+first row. A point missing from a file shows –.
 
 Ratios: each file against the FIRST. For rates (mops, bw_mbps) the ratio is file / first; for
 latencies (lat_*), where lower is better, it is first / file, so that a ratio above 1 always means
