@@ -278,3 +278,39 @@ fn perftest_all_sizes_with_a_row_it_could_not_measure() {
         "{out}"
     );
 }
+
+#[test]
+fn a_bandwidth_sweep_of_our_tool_against_perftests_all_sizes() {
+    // rdma-bench sweep --param size=32,4096 --reps 2 --metric bw_mbps over run-local.sh write-bw
+    // (every metric kept in its JSON), against ib_write_bw -a.
+    let (code, out, err) = compare(&[
+        "sweep-wbw.json",
+        "perftest-write-bw-a.txt",
+        "--metric",
+        "bw_mbps",
+        "--label",
+        "ours-sweep",
+        "--label",
+        "perftest",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1 + 23, "{out}");
+    assert_eq!(
+        lines[..3].join("\n"),
+        "\
+op     size     postlist  ours-sweep [MB/s]  perftest [MB/s]  perftest/ours-sweep
+WRITE  32       1         0.7423             0.3400           0.458
+WRITE  4096     1         47.68              40.05            0.840"
+    );
+    assert_eq!(
+        lines[3],
+        "WRITE  2        1         –                  0.02000          –"
+    );
+    // The sweep kept the rate as well.
+    let (_, out, _) = compare(&["sweep-wbw.json", "--metric", "mops"]);
+    assert_eq!(
+        out,
+        "op     size  sweep-wbw [Mops]\nWRITE  32    0.02432\nWRITE  4096  0.01221\n"
+    );
+}
