@@ -333,8 +333,8 @@ mod tests {
             table(&labels, Metric::Mops, &rows),
             "\
 op     size  postlist  threads  original [Mops]  ours [Mops]  perftest [Mops]  ours/original  perftest/original
-WRITE  32    4         1        2.1000           2.3100       1.9531           1.100          0.930
-READ   32    4         1        –                1.5000       –                –              –
+WRITE  32    4         1        2.100            2.310        1.953            1.100          0.930
+READ   32    4         1        –                1.500        –                –              –
 "
         );
         assert_eq!(
