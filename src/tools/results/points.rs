@@ -68,6 +68,9 @@ fn active_role(bench: &str, source: Source) -> Option<&'static str> {
         | "rw-postlist-latency"
         | "sender-scalability" => Some("server"),
         "rc-swarm" => Some("machine"),
+        // The paper's applications: the rate at which the server side hands out or echoes.
+        "ss-sequencer" | "ss-echo" | "ww-echo" => Some("server"),
+        "ws-sequencer" | "ws-echo" => Some("worker"),
         // perftest's client is the requester, and the side that always reports.
         _ if source == Source::Perftest => Some("client"),
         _ => None,

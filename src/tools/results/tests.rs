@@ -166,3 +166,20 @@ fn interleaved_perftest_tables_of_both_sides() {
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].metrics.get(Metric::Mops), Some(0.010023330161922608));
 }
+
+#[test]
+fn the_side_that_counts_where_both_report() {
+    let line = |role: &str, mops: f64| {
+        format!(
+            r#"{{"bench":"ss-echo","role":"{role}","op":"SEND","size":32,"postlist":1,"summary":true,"ok":true,"threads":2,"mops":{mops}}}"#
+        ) + "\n"
+    };
+    // Two client processes first, then the server: the server's rate is the result.
+    let text = line("client", 1.0) + &line("client", 1.5) + &line("server", 2.25);
+    let p = points(&parse(&text));
+    assert_eq!(p.len(), 1);
+    assert_eq!(mops(&p[0]), 2.25);
+    // Without a server line, the clients' rates add up.
+    let p = points(&parse(&(line("client", 1.0) + &line("client", 1.5))));
+    assert_eq!(mops(&p[0]), 2.5);
+}
