@@ -19,8 +19,9 @@
 # one dump holds exactly HRD_REPORT_OPS operations of its loop: Ir(dump) / HRD_REPORT_OPS.
 #
 # Prints per point: ours Mops | original Mops | ratio (ours / original) | ours instr/op |
-# original instr/op (medians of the repetitions), then `rdma-bench compare` on one recorded pair
-# per point when that subcommand works. Raw logs: target/vs-original/logs/.
+# original instr/op, then `rdma-bench compare` on one recorded pair per point when that subcommand
+# works. A run's rate, for both suites: the median of its `main: Server 0: <ops/s> IOPS` reports
+# after the first; a point's: the median over its repetitions. Raw logs: target/vs-original/logs/.
 #
 # Environment: REPS (2) repetitions per point; DURATION (4) seconds per run; POINTS (default
 # "write:32:1 write:32:16 read:32:1 read:32:16", op:size:postlist); VS_INSTR=0 skips callgrind;
@@ -33,8 +34,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 prog=vs-original.sh
 
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
-die() { echo "$prog: $*" >&2; exit "${2:-1}"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
+die() { echo "$prog: $1" >&2; exit "${2:-1}"; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 case $1 in -h | --help) usage; exit 0 ;; esac
 [ $# -eq 1 ] || die "one argument, SRC_DIR (see --help)" 2
@@ -160,20 +161,28 @@ wait_for() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# rate FILE: both suites print `main: Server 0: <ops/s> IOPS` per report; the same estimator for
+# both, the median in Mops of the reports after the first (the first spans the ramp-up)
+rate() {
+  grep -o 'main: Server 0: [0-9.]* IOPS' "$1" | awk '{ print $4 }' |
+    awk '{ v[NR] = $1 } END { for (i = (NR > 2 ? 2 : 1); i <= NR; i++) print v[i] / 1e6 }' | median |
+    awk '{ if ($1 == "-") print ""; else printf "%.4g\n", $1 }'
+}
+
 orig_client() { # log: the passive side of the original's rw-tput-sender
   stdbuf -oL -eL "$bin/rw-tput-sender" --num_threads 1 --dual_port 0 --use_uc 0 --is_client 1 --machine_id 0 >"$1" 2>&1 &
   kids+=($!)
   client=$!
 }
 
-# ours NAME SIZE POSTLIST READ -> Mops (the active side's "Total throughput")
+# ours NAME SIZE POSTLIST READ REP -> Mops of the active side (the server)
 ours() {
-  local name=$1 log=$logs/ours-$1-r$5.log
+  local log=$logs/ours-$1-r$5.log
   bench_scripts/run-local.sh rw-tput-sender --size "$2" --postlist "$3" --do-read "$4" --duration "$DURATION" --json >"$log" 2>&1 || true
-  sed -n 's/^\[server\] main: Total throughput = \([0-9.e+-]*\) Mops.*/\1/p' "$log" | tail -1
+  grep '^\[server\] main: Server 0: ' "$log" | rate /dev/stdin
 }
 
-# original NAME SIZE POSTLIST READ REP REPORT_OPS -> Mops (median of its IOPS lines but the first)
+# original NAME SIZE POSTLIST READ REP REPORT_OPS -> Mops
 original() {
   local log=$logs/original-$1-r$5.log mc client server
   start_mc
@@ -194,8 +203,7 @@ original() {
   fi
   stop "$server" "$client"
   stop "$mc"
-  grep -o 'main: Server 0: [0-9.]* IOPS' "$log" | awk '{ print $4 }' |
-    awk '{ v[NR] = $1 } END { for (i = (NR > 2 ? 2 : 1); i <= NR; i++) print v[i] / 1e6 }' | median
+  rate "$log"
 }
 
 # ours_instr SIZE POSTLIST READ -> user instructions per op (bench_scripts/instr-per-op.sh)
@@ -248,8 +256,8 @@ for p in $POINTS; do
     [ -n "$c" ] && [ "$c" != - ] && c_vals+=("$c")
     echo "$prog: $name rep $r: ours ${o:--} Mops, original ${c:--} Mops" >&2
   done
-  om=$(printf '%s\n' "${o_vals[@]}" | grep . | median)
-  cm=$(printf '%s\n' "${c_vals[@]}" | grep . | median)
+  om=$(printf '%s\n' "${o_vals[@]}" | grep . | median | awk '{ print ($1 == "-") ? "-" : sprintf("%.4g", $1) }')
+  cm=$(printf '%s\n' "${c_vals[@]}" | grep . | median | awk '{ print ($1 == "-") ? "-" : sprintf("%.4g", $1) }')
   oi=-; ci=-
   if [ $have_valgrind = 1 ]; then
     oi=$(ours_instr "$size" "$pl" "$rd"); oi=${oi:--}
