@@ -104,12 +104,14 @@ if [ "$VS_INSTR" = 1 ]; then
 fi
 [ -x "$bin/rw-tput-sender" ] || die "$bin/rw-tput-sender missing: run vs-original.sh on the host first"
 [ -x target/release/rw-tput-sender ] || die "target/release/rw-tput-sender missing (cargo build --release)"
-rm -f "$logs"/*
+rm -rf "${logs:?}"/*
 dev=${RDMA_BENCH_DEVICE:-}
 export HRD_REGISTRY_IP=127.0.0.1
 [ -n "${RDMA_BENCH_GID_INDEX:-}" ] && export HRD_GID_INDEX=$RDMA_BENCH_GID_INDEX
 mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Every process a run starts is in kids; the run functions execute in $(…) subshells, each with
+# this trap of its own, so that a signalled script leaves no original running (it never exits).
 kids=()
 cleanup() { [ ${#kids[@]} -gt 0 ] && kill "${kids[@]}" 2>/dev/null; true; }
 trap cleanup EXIT
@@ -122,6 +124,7 @@ start_mc() {
     port_free "$p" || continue
     memcached -l 127.0.0.1 -p "$p" -U 0 "${mc_user[@]}" >/dev/null 2>&1 &
     mc=$!
+    kids+=("$mc")
     for _ in $(seq 50); do port_free "$p" || break; sleep 0.1; done
     sleep 0.2
     if kill -0 "$mc" 2>/dev/null && ! port_free "$p"; then export HRD_REGISTRY_PORT=$p; return 0; fi
@@ -185,6 +188,7 @@ ours() {
 # original NAME SIZE POSTLIST READ REP REPORT_OPS -> Mops
 original() {
   local log=$logs/original-$1-r$5.log mc client server
+  trap cleanup EXIT
   start_mc
   orig_client "$logs/original-$1-r$5.client.log"
   HRD_REPORT_OPS=$6 stdbuf -oL -eL "$bin/rw-tput-sender" --num_threads 1 --dual_port 0 --use_uc 0 --is_client 0 \
@@ -216,7 +220,8 @@ ours_instr() {
 
 # orig_instr NAME SIZE POSTLIST READ -> user instructions per op of the original's active side
 orig_instr() {
-  local d=$logs/cg-$1 mc client server i n=0 parts=()
+  local d=$logs/cg-$1 mc client server i parts=()
+  trap cleanup EXIT
   mkdir -p "$d"
   start_mc
   orig_client "$d/client.log"
