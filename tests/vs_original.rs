@@ -24,10 +24,19 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     )
 }
 
+/// An empty directory under cargo's per-target temp dir, whatever an earlier run left there.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).expect("remove the previous run's dir");
+    }
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
 #[test]
 fn a_directory_that_is_not_the_original_is_refused_in_one_line() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vs-original-not-a-checkout");
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = fresh_dir("vs-original-not-a-checkout");
     let d = dir.to_str().expect("utf-8 path");
     let (code, out, err) = run(&[d], &[]);
     assert_eq!(code, 2, "stderr: {err}");
@@ -80,7 +89,7 @@ fn usage_and_bad_settings() {
     );
 
     // Settings are checked before SRC_DIR is copied or anything is built.
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vs-original-layout");
+    let dir = fresh_dir("vs-original-layout");
     for f in ["libhrd_cpp", "rw-tput-sender"] {
         std::fs::create_dir_all(dir.join(f)).expect("dirs");
     }
