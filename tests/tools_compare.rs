@@ -11,7 +11,9 @@ fn compare(args: &[&str]) -> (Option<i32>, String, String) {
     let o = Command::new(BIN)
         .arg("compare")
         .args(args.iter().map(|a| {
-            let file = a.ends_with(".txt") || a.ends_with(".json") || a.ends_with(".csv");
+            let file = [".txt", ".json", ".csv", ".log"]
+                .iter()
+                .any(|e| a.ends_with(e));
             if file && !a.starts_with('/') {
                 format!("{DATA}/{a}")
             } else {
@@ -312,5 +314,71 @@ WRITE  4096     1         47.68              40.05            0.840"
     assert_eq!(
         out,
         "op     size  sweep-wbw [Mops]\nWRITE  32    0.02432\nWRITE  4096  0.01221\n"
+    );
+}
+
+/// The original C suite's logs (recorded by vs-original.sh in one testbed boot, with the GID
+/// patch; ANSI colour codes and all) against ours from the same boot, and perftest: the
+/// original's `main: Server 0: … IOPS` lines are ops/s, read as Mops, and its `# …` flags line
+/// gives the point its shape.
+#[test]
+fn the_original_suites_logs_against_ours_and_perftest() {
+    let pairs = [
+        (
+            "write-32-pl1",
+            "WRITE  32    1         1        0.02587      0.02370          0.916",
+        ),
+        (
+            "write-32-pl16",
+            "WRITE  32    16        1        0.03916      0.03481          0.889",
+        ),
+        (
+            "read-32-pl1",
+            "READ   32    1         1        0.007299     0.009038         1.238",
+        ),
+        (
+            "read-32-pl16",
+            "READ   32    16        1        0.01854      0.01686          0.909",
+        ),
+    ];
+    for (point, row) in pairs {
+        let ours = format!("ours-rw-tput-sender-{point}.json");
+        let orig = format!("original-rw-tput-sender-{point}.log");
+        let (code, out, err) = compare(&[&ours, &orig, "--label", "ours", "--label", "original"]);
+        assert_eq!(code, Some(0), "{err}");
+        let mut lines = out.lines();
+        let header = lines.next().unwrap_or_default();
+        assert!(
+            header.starts_with("op ")
+                && header.ends_with("ours [Mops]  original [Mops]  original/ours"),
+            "{out}"
+        );
+        // Column widths follow the longest cell; compare the cells.
+        let cells = |l: &str| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(
+            cells(lines.next().unwrap_or_default()),
+            cells(row),
+            "{point}:\n{out}"
+        );
+        assert_eq!(lines.next(), None, "{out}");
+    }
+    let (code, out, err) = compare(&[
+        "ours-rw-tput-sender-write-32-pl1.txt",
+        "original-rw-tput-sender-write-32-pl1.log",
+        "perftest-write-bw-s32.txt",
+        "--label",
+        "ours",
+        "--label",
+        "original",
+        "--label",
+        "perftest",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "\
+op     size  postlist  ours [Mops]  original [Mops]  perftest [Mops]  original/ours  perftest/ours
+WRITE  32    1         0.02590      0.02370          0.02770          0.915          1.070
+"
     );
 }
