@@ -201,14 +201,18 @@ fn lines(sweeps: Vec<Sweep>, c: &Choice) -> Result<Lines> {
         Kind::Auto => Kind::Rate,
         k => k,
     };
-    let log_x = c
-        .log_x
-        .unwrap_or(kind != Kind::Scaling && is_size_param(&x));
     let mut series = Vec::new();
     for s in &sweeps {
         series.extend(sweep_series(s, &x, &metrics, c.err)?);
     }
     series.retain(|s| !s.points.is_empty());
+    // A grid of doubling values (`postlist=1..64`) reads best on a log2 axis too.
+    let xs = || series.iter().flat_map(|s| &s.points).map(|p| p.x);
+    let doubling = xs().all(|v| v >= 1.0 && v.fract() == 0.0 && (v as u64).is_power_of_two())
+        && xs().fold(f64::MIN, f64::max) >= 8.0 * xs().fold(f64::MAX, f64::min);
+    let log_x = c
+        .log_x
+        .unwrap_or(kind != Kind::Scaling && (is_size_param(&x) || doubling));
     if series.is_empty() {
         return Err(Error::config(format!(
             "no points: no point has {} and {x}",

@@ -19,7 +19,8 @@ Inputs: a sweep's PREFIX.json or PREFIX.csv (rdma-bench sweep), or the suite's r
 (target/suite/results.csv, drawn as bars of Mops per row). Several files overlay as series, \
 labelled by the file's label field (else its name) or by --label, one per file in order.
 
-Auto kind: results.csv -> bars; x `size` -> rate/bandwidth vs size on a log2 axis; x threads, \
+Auto kind: results.csv -> bars; x `size` (or any x whose values double: postlist=1..64) -> \
+rate/bandwidth on a log2 axis; x threads, \
 QPs, clients, workers... -> scaling on a linear axis; latency metrics (lat_*) -> one line per \
 percentile (median, p99, p99.9) per file. Parameters of the sweep other than x make one series \
 per combination. Error bars span min..max of the repetitions (--err ci: the 95 % confidence \
@@ -65,7 +66,8 @@ pub struct PlotArgs {
     /// What the error bars span
     #[arg(long, value_enum, default_value = "minmax")]
     pub err: ErrSpan,
-    /// Log2 x axis [default for size-like x outside scaling charts]
+    /// Log2 x axis [default outside scaling charts for size-like x, or x values that double
+    /// (1, 2, 4, … spanning at least 8x)]
     #[arg(long, conflicts_with = "linear_x")]
     pub log_x: bool,
     /// Linear x axis
