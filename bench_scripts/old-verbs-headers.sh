@@ -10,7 +10,7 @@
 set -euo pipefail
 
 [ $# -eq 1 ] && [ "$1" != -h ] && [ "$1" != --help ] || {
-  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
   [ $# -eq 1 ] && exit 0 || exit 2
 }
 out=$1

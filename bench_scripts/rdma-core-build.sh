@@ -11,7 +11,7 @@
 # librdmacm and the rxe (Soft-RoCE) provider, and installed by hand into PREFIX:
 #
 #   PREFIX/include/{infiniband,rdma}/   headers       (RDMA_CORE_INCLUDE_DIR)
-#   PREFIX/lib/lib{ibverbs,rdmacm}.so*  libraries     (RDMA_CORE_LIB_DIR; rdma-bench links it as rpath)
+#   PREFIX/lib/lib{ibverbs,rdmacm}.so*  libraries     (RDMA_CORE_LIB_DIR; rdma-bench's RUNPATH)
 #   PREFIX/lib/libibverbs/librxe-rdmav34.so           the provider
 #   PREFIX/etc/libibverbs.d/rxe.driver                "driver rxe"
 #
@@ -51,6 +51,15 @@ if [ -e "$STAMP" ]; then
   echo "$PREFIX"
   exit 0
 fi
+# One build at a time per cache (several worktrees may run test.sh at once); the winner's build
+# is the others' no-op.
+mkdir -p "$DIR"
+exec 9>"$DIR/.lock"
+flock 9
+if [ -e "$STAMP" ]; then
+  echo "$PREFIX"
+  exit 0
+fi
 
 for tool in curl cmake gcc python3 sha256sum tar; do
   command -v "$tool" >/dev/null || die "$tool is missing (bench_scripts/softroce.sh setup installs the build deps)"
@@ -58,7 +67,6 @@ done
 if command -v ninja >/dev/null; then generator=(-G Ninja); else generator=(); fi
 
 start=$(date +%s)
-mkdir -p "$DIR"
 crate="$DIR/$CRATE.crate"
 if [ ! -e "$crate" ] || ! echo "$SHA256  $crate" | sha256sum -c --status; then
   echo "$PROG: downloading $URL" >&2
