@@ -1,8 +1,8 @@
 //! Generates bindings from the installed rdma-core (or MLNX_OFED) headers and compiles the C shim.
 //!
 //! Overrides for installs without pkg-config files: `RDMA_CORE_INCLUDE_DIR`, `RDMA_CORE_LIB_DIR`
-//! (the latter is also the binaries' rpath, so that they load the libraries they were built
-//! against). What the headers offer is probed by compiling a few lines against them; each missing
+//! (the latter, made absolute, is also the binaries' RUNPATH, so that they load the libraries they
+//! were built against). What the headers offer is probed by compiling a few lines against them; each missing
 //! piece turns a cfg off (one `cargo:warning` each), and env variables force them off for testing:
 //!
 //! | cfg                | needs                                           | off with                      |
@@ -31,6 +31,8 @@ fn find_verbs() -> Vec<PathBuf> {
     println!("cargo:rerun-if-env-changed=RDMA_CORE_LIB_DIR");
     if let Ok(inc) = env::var("RDMA_CORE_INCLUDE_DIR") {
         if let Ok(lib) = env::var("RDMA_CORE_LIB_DIR") {
+            // Absolute: a relative RUNPATH would be looked up from wherever the binary runs.
+            let lib = std::fs::canonicalize(&lib).map_or(lib, |p| p.display().to_string());
             println!("cargo:rustc-link-search=native={lib}");
             // Run against the libraries we were built against, not whatever the loader finds
             // first (LD_LIBRARY_PATH still wins: this is a RUNPATH).
