@@ -110,13 +110,14 @@ fn header_offers(out: &Path, includes: &[PathBuf], name: &str, body: &str) -> bo
     }
 }
 
-/// One probed feature: its cfg name, the env variable that forces it off, the C it needs, and the
-/// warning printed when it is off.
+/// One probed feature: its cfg name, the env variable that forces it off, the C it needs, what
+/// the headers lack without it, and what is off then.
 struct Probe {
     cfg: &'static str,
     off_env: &'static str,
     body: &'static str,
-    warning: &'static str,
+    missing: &'static str,
+    off: &'static str,
 }
 
 const PROBES: [Probe; 2] = [
@@ -128,16 +129,16 @@ const PROBES: [Probe; 2] = [
                struct ibv_qp_ex *q = ibv_qp_to_qp_ex(ibv_create_qp_ex(c, a));\n\
                ibv_wr_start(q); ibv_wr_rdma_write(q, 0, 0); ibv_wr_set_sge(q, 0, 0, 0);\n\
                q->wr_flags = IBV_SEND_SIGNALED; return ibv_wr_complete(q); }",
-        warning: "rdma-core headers lack ibv_wr_* (rdma-core < v24 / MLNX_OFED 4.x): \
-                  --post-api wr and the other ibv_wr_* paths are off",
+        missing: "rdma-core headers lack ibv_wr_* (rdma-core < v24 / MLNX_OFED 4.x)",
+        off: "--post-api wr and the other ibv_wr_* paths are off",
     },
     Probe {
         cfg: "has_query_gid_ex",
         off_env: "RDMA_BENCH_NO_QUERY_GID_EX",
         body: "int probe(struct ibv_context *c, struct ibv_gid_entry *e) {\n\
                return ibv_query_gid_ex(c, 1, 0, e, 0) + (e->gid_type == IBV_GID_TYPE_ROCE_V2); }",
-        warning: "rdma-core headers lack ibv_query_gid_ex (rdma-core < v32): GID types are \
-                  read from sysfs (gid_attrs/types) instead",
+        missing: "rdma-core headers lack ibv_query_gid_ex (rdma-core < v32)",
+        off: "GID types are read from sysfs (gid_attrs/types) instead",
     },
 ];
 
@@ -148,7 +149,7 @@ fn probe_headers(out: &Path, includes: &[PathBuf]) -> Vec<String> {
         println!("cargo:rustc-check-cfg=cfg({})", p.cfg);
         println!("cargo:rerun-if-env-changed={}", p.off_env);
         if env::var_os(p.off_env).is_some() {
-            println!("cargo:warning={} (forced off by {})", p.warning, p.off_env);
+            println!("cargo:warning={} is set: {}", p.off_env, p.off);
             continue;
         }
         if header_offers(out, includes, p.cfg, p.body) {
@@ -158,7 +159,7 @@ fn probe_headers(out: &Path, includes: &[PathBuf]) -> Vec<String> {
                 p.cfg["has_".len()..].to_uppercase()
             ));
         } else {
-            println!("cargo:warning={}", p.warning);
+            println!("cargo:warning={}: {}", p.missing, p.off);
         }
     }
     defines
