@@ -1,9 +1,19 @@
 //! Generates bindings from the installed rdma-core (or MLNX_OFED) headers and compiles the C shim.
 //!
-//! Overrides for installs without pkg-config files: `RDMA_CORE_INCLUDE_DIR`, `RDMA_CORE_LIB_DIR`.
+//! Overrides for installs without pkg-config files: `RDMA_CORE_INCLUDE_DIR`, `RDMA_CORE_LIB_DIR`
+//! (the latter, made absolute, is also the binaries' RUNPATH, so that they load the libraries they
+//! were built against). What the headers offer is probed by compiling a few lines against them; each missing
+//! piece turns a cfg off (one `cargo:warning` each), and env variables force them off for testing:
+//!
+//! | cfg                | needs                                           | off with                      |
+//! |--------------------|-------------------------------------------------|-------------------------------|
+//! | `has_wr_api`       | `ibv_wr_*`, `struct ibv_qp_ex` (rdma-core ≥ v24) | `RDMA_BENCH_NO_WR_API`        |
+//! | `has_query_gid_ex` | `ibv_query_gid_ex` (rdma-core ≥ v32)            | `RDMA_BENCH_NO_QUERY_GID_EX`  |
+//! | `has_rdmacm`       | librdmacm's `rdma/rdma_cma.h`                   | `RDMA_BENCH_NO_RDMACM`        |
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 const INSTALL_HINT: &str = "install the verbs development files and libclang \
 (Debian/Ubuntu: apt-get install libibverbs-dev libclang-dev pkg-config; \
@@ -21,11 +31,20 @@ fn find_verbs() -> Vec<PathBuf> {
     println!("cargo:rerun-if-env-changed=RDMA_CORE_LIB_DIR");
     if let Ok(inc) = env::var("RDMA_CORE_INCLUDE_DIR") {
         if let Ok(lib) = env::var("RDMA_CORE_LIB_DIR") {
+            // Absolute: a relative RUNPATH would be looked up from wherever the binary runs.
+            let lib = std::fs::canonicalize(&lib).map_or(lib, |p| p.display().to_string());
             println!("cargo:rustc-link-search=native={lib}");
+            // Run against the libraries we were built against, not whatever the loader finds
+            // first (LD_LIBRARY_PATH still wins: this is a RUNPATH).
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{lib}");
+            println!("cargo:rustc-env=RDMA_BENCH_VERBS_LIB_DIR={lib}");
+        } else {
+            println!("cargo:rustc-env=RDMA_BENCH_VERBS_LIB_DIR=");
         }
         println!("cargo:rustc-link-lib=ibverbs");
         return vec![PathBuf::from(inc)];
     }
+    println!("cargo:rustc-env=RDMA_BENCH_VERBS_LIB_DIR=");
     let mut includes = Vec::new();
     for lib in ["libibverbs"] {
         match pkg_config::Config::new().probe(lib) {
@@ -64,10 +83,98 @@ fn find_rdmacm(includes: &[PathBuf]) -> bool {
     found
 }
 
+/// Whether `body` (C, after `#include <infiniband/verbs.h>`) compiles against the headers: the
+/// compiler that builds the shim, syntax only, undeclared functions an error.
+fn header_offers(out: &Path, includes: &[PathBuf], name: &str, body: &str) -> bool {
+    let file = out.join(format!("probe_{name}.c"));
+    let src = format!("#include <infiniband/verbs.h>\n{body}\n");
+    if let Err(e) = std::fs::write(&file, src) {
+        fail(&format!("cannot write {}: {e}", file.display()));
+    }
+    let mut cmd: Command = cc::Build::new()
+        .cargo_metadata(false)
+        .get_compiler()
+        .to_command();
+    cmd.arg("-fsyntax-only")
+        .arg("-Werror=implicit-function-declaration")
+        .arg("-Werror=incompatible-pointer-types");
+    for inc in includes {
+        cmd.arg(format!("-I{}", inc.display()));
+    }
+    cmd.arg(&file);
+    match cmd.output() {
+        Ok(o) => o.status.success(),
+        Err(e) => fail(&format!(
+            "cannot run the C compiler to probe the headers ({e})"
+        )),
+    }
+}
+
+/// One probed feature: its cfg name, the env variable that forces it off, the C it needs, what
+/// the headers lack without it, and what is off then.
+struct Probe {
+    cfg: &'static str,
+    off_env: &'static str,
+    body: &'static str,
+    missing: &'static str,
+    off: &'static str,
+}
+
+const PROBES: [Probe; 2] = [
+    Probe {
+        cfg: "has_wr_api",
+        off_env: "RDMA_BENCH_NO_WR_API",
+        body: "int probe(struct ibv_context *c, struct ibv_qp_init_attr_ex *a) {\n\
+               a->send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;\n\
+               struct ibv_qp_ex *q = ibv_qp_to_qp_ex(ibv_create_qp_ex(c, a));\n\
+               ibv_wr_start(q); ibv_wr_rdma_write(q, 0, 0); ibv_wr_set_sge(q, 0, 0, 0);\n\
+               q->wr_flags = IBV_SEND_SIGNALED; return ibv_wr_complete(q); }",
+        missing: "rdma-core headers lack ibv_wr_* (rdma-core < v24 / MLNX_OFED 4.x)",
+        off: "--post-api wr and the other ibv_wr_* paths are off",
+    },
+    Probe {
+        cfg: "has_query_gid_ex",
+        off_env: "RDMA_BENCH_NO_QUERY_GID_EX",
+        body: "int probe(struct ibv_context *c, struct ibv_gid_entry *e) {\n\
+               return ibv_query_gid_ex(c, 1, 0, e, 0) + (e->gid_type == IBV_GID_TYPE_ROCE_V2); }",
+        missing: "rdma-core headers lack ibv_query_gid_ex (rdma-core < v32)",
+        off: "GID types are read from sysfs (gid_attrs/types) instead",
+    },
+];
+
+/// Runs the probes; returns the `-D` defines for the shim and bindgen of those that passed.
+fn probe_headers(out: &Path, includes: &[PathBuf]) -> Vec<String> {
+    let mut defines = Vec::new();
+    for p in &PROBES {
+        println!("cargo:rustc-check-cfg=cfg({})", p.cfg);
+        println!("cargo:rerun-if-env-changed={}", p.off_env);
+        if env::var_os(p.off_env).is_some() {
+            println!("cargo:warning={} is set: {}", p.off_env, p.off);
+            continue;
+        }
+        if header_offers(out, includes, p.cfg, p.body) {
+            println!("cargo:rustc-cfg={}", p.cfg);
+            defines.push(format!(
+                "RDMA_BENCH_{}",
+                p.cfg["has_".len()..].to_uppercase()
+            ));
+        } else {
+            println!("cargo:warning={}: {}", p.missing, p.off);
+        }
+    }
+    defines
+}
+
 fn main() {
     let includes = find_verbs();
     let rdmacm = find_rdmacm(&includes);
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let defines = probe_headers(&out, &includes);
+    let joined = env::join_paths(&includes).unwrap_or_default();
+    println!(
+        "cargo:rustc-env=RDMA_BENCH_VERBS_INCLUDE={}",
+        joined.to_string_lossy()
+    );
 
     for f in ["wrapper.h", "c_shim/shim.h", "c_shim/shim.c"] {
         println!("cargo:rerun-if-changed={f}");
@@ -77,6 +184,9 @@ fn main() {
     shim.file("c_shim/shim.c").opt_level(2).warnings(true);
     for inc in &includes {
         shim.include(inc);
+    }
+    for d in &defines {
+        shim.define(d, None);
     }
     shim.compile("rdma_bench_shim");
 
@@ -106,6 +216,9 @@ fn main() {
     }
     if rdmacm {
         builder = builder.clang_arg("-DRDMA_BENCH_RDMACM");
+    }
+    for d in &defines {
+        builder = builder.clang_arg(format!("-D{d}"));
     }
     let bindings = match builder.generate() {
         Ok(b) => b,

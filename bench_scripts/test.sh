@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command: host-only tests on the host, then every device test on a real verbs
 # device — the host's own, or Soft-RoCE through softroce.sh (test binaries are built here and run
-# in the guest; compiling inside an emulated guest would take forever).
+# in the guest; compiling inside an emulated guest would take forever). Portability: a compile-only
+# build against headers without ibv_wr_*, and a subset of the device tests built against rdma-core
+# v55 from source (bench_scripts/rdma-core-build.sh), run in the same boot as the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
@@ -12,6 +14,19 @@ cargo clippy --all-targets --features device-tests -- -D warnings
 
 echo "== lint without librdmacm (the build an install without RDMA CM gets: -R refused)"
 RDMA_BENCH_NO_RDMACM=1 CARGO_TARGET_DIR=target/no-rdmacm cargo clippy --all-targets -- -D warnings
+
+echo "== compile-only: headers without ibv_wr_* / ibv_query_gid_ex (an rdma-core older than v24)"
+# The installed headers with the extended post API cut out (bench_scripts/old-verbs-headers.sh):
+# the cfg-gated code must build and lint clean, build.rs must say what is off, and --post-api wr
+# must be refused with one line. Debug profile: this is about compiling, not speed.
+old_inc=$(bench_scripts/old-verbs-headers.sh "$here/target/no-wr-api/include")
+old_env=(env RDMA_CORE_INCLUDE_DIR="$old_inc" CARGO_TARGET_DIR=target/no-wr-api)
+"${old_env[@]}" cargo clippy --all-targets --features device-tests -- -D warnings 2>&1 |
+  tee target/no-wr-api/clippy.log
+grep -q "rdma-core headers lack ibv_wr_\*" target/no-wr-api/clippy.log ||
+  { echo "test.sh: build.rs did not warn that ibv_wr_* is missing" >&2; exit 1; }
+"${old_env[@]}" cargo build --all-targets --features device-tests
+"${old_env[@]}" cargo test --test cli post_api_wr_without_the_wr_api 2>&1
 
 echo "== build"
 cargo build --release --all-targets
@@ -36,16 +51,46 @@ mapfile -t twonode < <(test_bins twonode_)
 mapfile -t multinode < <(test_bins multinode_)
 [ ${#bins[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] && [ ${#multinode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
 
+echo "== rdma-core v55 from source (cached under ~/.cache/rdma-bench/rdma-core-55) and device tests against it (build)"
+# The in-process verbs tests, the proof of which libibverbs is loaded, the RC/UC WRITE/READ
+# benchmarks and RDMA CM (ours on v55 against perftest on the distribution's rdma-core), built
+# against v55 in the debug profile; build.rs makes its lib dir the binaries' RUNPATH, so they load
+# v55 (and v55's own rxe provider) with no LD_LIBRARY_PATH, while perftest stays on the system's.
+v55_start=$SECONDS
+rdma55=$(bench_scripts/rdma-core-build.sh)
+V55_TESTS=(device_verbs device_portability device_bench "device_perf rdma_cm_connects_every_tool --exact")
+v55_targets=()
+for t in "${V55_TESTS[@]}"; do v55_targets+=("--test=${t%% *}"); done
+mapfile -t v55 < <(
+  RDMA_CORE_INCLUDE_DIR="$rdma55/include" RDMA_CORE_LIB_DIR="$rdma55/lib" \
+    CARGO_TARGET_DIR=target/rdma-core-55 cargo test --features device-tests --no-run \
+    --message-format=json "${v55_targets[@]}" 2>target/v55-build.log |
+    python3 -c '
+import json, sys
+want = {t.split()[0]: t.split(" ", 1)[1:] for t in sys.argv[1:]}
+for line in sys.stdin:
+    m = json.loads(line)
+    name = m.get("target", {}).get("name")
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and name in want:
+        print(" ".join([m["executable"]] + want[name]))
+' "${V55_TESTS[@]}")
+[ ${#v55[@]} -eq ${#V55_TESTS[@]} ] ||
+  { cat target/v55-build.log >&2; echo "test.sh: the v55 device test binaries were not built" >&2; exit 1; }
+echo "v55 build step: $((SECONDS - v55_start)) s; $(ldd "${v55[0]%% *}" | grep libibverbs)"
+
 echo "== device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
 # Each binary prints libtest's own "test result:" line; any failure fails the run.
+# After "--": the v55 binaries, each "PATH [libtest filter args]", in the same boot.
 bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
-  rc=0
+  rc=0 label=
   echo "device: $RDMA_BENCH_DEVICE, GID index $RDMA_BENCH_GID_INDEX"
   for b in "$@"; do
-    echo "-- $(basename "$b")"
-    "$b" --test-threads=2 --color never || rc=1
+    if [ "$b" = -- ]; then label=" (rdma-core v55)"; continue; fi
+    read -r -a cmd <<<"$b"
+    echo "-- $(basename "${cmd[0]}")$label"
+    "${cmd[@]}" --test-threads=2 --color never || rc=1
   done
-  exit $rc' device-tests "${bins[@]}"
+  exit $rc' device-tests "${bins[@]}" -- "${v55[@]}"
 
 # on_nodes N LABEL [softroce options] -- BINARIES: every binary on every node of an N-guest testbed.
 on_nodes() {

@@ -30,6 +30,7 @@ struct ibv_mr *shim_reg_mr(struct ibv_pd *pd, void *addr, size_t length, unsigne
 	return ibv_reg_mr(pd, addr, length, (int)access);
 }
 
+#ifdef RDMA_BENCH_WR_API
 struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	return ibv_create_qp_ex(ctx, attr);
@@ -88,3 +89,12 @@ void shim_wr_set_ud_addr(struct ibv_qp_ex *qp, struct ibv_ah *ah, uint32_t remot
 {
 	ibv_wr_set_ud_addr(qp, ah, remote_qpn, remote_qkey);
 }
+#endif /* RDMA_BENCH_WR_API */
+
+#ifdef RDMA_BENCH_QUERY_GID_EX
+int shim_query_gid_ex(struct ibv_context *ctx, uint32_t port_num, uint32_t gid_index,
+		      struct ibv_gid_entry *entry)
+{
+	return ibv_query_gid_ex(ctx, port_num, gid_index, entry, 0);
+}
+#endif

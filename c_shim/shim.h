@@ -18,7 +18,11 @@ int shim_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int shim_query_port(struct ibv_context *ctx, uint8_t port_num, struct ibv_port_attr *attr);
 struct ibv_mr *shim_reg_mr(struct ibv_pd *pd, void *addr, size_t length, unsigned int access);
 
-/* Extended QP and the ibv_wr_* post API. */
+/*
+ * Extended QP and the ibv_wr_* post API (rdma-core >= v24): build.rs defines RDMA_BENCH_WR_API
+ * when the headers have them.
+ */
+#ifdef RDMA_BENCH_WR_API
 struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 struct ibv_qp_ex *shim_qp_to_qp_ex(struct ibv_qp *qp);
 void shim_wr_start(struct ibv_qp_ex *qp);
@@ -36,5 +40,12 @@ void shim_wr_set_sge(struct ibv_qp_ex *qp, uint32_t lkey, uint64_t addr, uint32_
 void shim_wr_set_inline_data(struct ibv_qp_ex *qp, void *addr, size_t length);
 void shim_wr_set_ud_addr(struct ibv_qp_ex *qp, struct ibv_ah *ah, uint32_t remote_qpn,
 			 uint32_t remote_qkey);
+#endif /* RDMA_BENCH_WR_API */
+
+/* GID table entries with their type (rdma-core >= v32): build.rs defines RDMA_BENCH_QUERY_GID_EX. */
+#ifdef RDMA_BENCH_QUERY_GID_EX
+int shim_query_gid_ex(struct ibv_context *ctx, uint32_t port_num, uint32_t gid_index,
+		      struct ibv_gid_entry *entry);
+#endif
 
 #endif

@@ -8,12 +8,14 @@
 //! - [`registry`]: QP-info exchange (memcached like libhrd, or direct TCP).
 //! - [`stats`]: counters, the C suite's report lines, JSON, latency summaries.
 //! - [`bench`](mod@bench): one module per benchmark of the paper.
+//! - [`build_info`]: which optional parts of rdma-core this build has (`ibv_wr_*`, RDMA CM, …).
 //! - [`tools`]: the workflow around them (`rdma-bench doctor`).
 //! - [`error`]: the one error type, which keeps the failing verb, errno and a hint.
 
 mod sys;
 
 pub mod bench;
+pub mod build_info;
 pub mod control;
 pub mod error;
 pub mod hot;

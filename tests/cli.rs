@@ -564,3 +564,20 @@ fn stability_mode_flags() {
         (1, "write-flush: write-flush measures latency windows, not per-thread rates: --stats-file/--stats-interval (stability mode) is for the rate benchmarks\n".into())
     );
 }
+
+/// A build against headers without the ibv_wr_* API (bench_scripts/test.sh builds one) refuses
+/// `--post-api wr` before touching a device.
+#[cfg(not(has_wr_api))]
+#[test]
+fn post_api_wr_without_the_wr_api() {
+    assert_eq!(
+        refuse(SENDER, &["--post-api", "wr"]),
+        (
+            1,
+            "rw-tput-sender: this rdma-bench was built against rdma-core headers without the \
+             ibv_wr_* post API (rdma-core < v24 / MLNX_OFED 4.x): --post-api wr is not available; \
+             use --post-api classic, or rebuild against rdma-core >= v24\n"
+                .into()
+        )
+    );
+}

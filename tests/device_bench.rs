@@ -55,6 +55,50 @@ fn rw_tput_sender_write_two_threads_then_read() {
     check_passive(&c, "rw-tput-sender");
 }
 
+/// `--post-api wr`: the same postlists through ibv_wr_start … ibv_wr_complete (hot::WrBatch),
+/// WRITEs then READs, counted like the classic path and verified.
+#[cfg(has_wr_api)]
+#[test]
+fn rw_tput_sender_through_the_wr_api() {
+    let bin = env!("CARGO_BIN_EXE_rw-tput-sender");
+    let w = [
+        "--post-api",
+        "wr",
+        "--size",
+        "32",
+        "--postlist",
+        "16",
+        "--verify",
+        "1",
+    ];
+    let (s, c) = run_pair(bin, &w, &w, SECS, "60");
+    check_counting(&s, "Server", 1, "rw-tput-sender", "WRITE");
+    check_passive(&c, "rw-tput-sender");
+    assert!(
+        c.contains("main: verify ok: 16 WRITE slot(s) of 32 bytes"),
+        "{c}"
+    );
+    let r = [
+        "--post-api",
+        "wr",
+        "--size",
+        "64",
+        "--postlist",
+        "4",
+        "--do-read",
+        "1",
+        "--verify",
+        "1",
+    ];
+    let (s, c) = run_pair(bin, &r, &r, SECS, "60");
+    check_counting(&s, "Server", 1, "rw-tput-sender", "READ");
+    assert!(
+        s.contains("main: verify ok: 4 READ slot(s) of 64 bytes"),
+        "{s}"
+    );
+    check_passive(&c, "rw-tput-sender");
+}
+
 #[test]
 fn rw_tput_receiver_clients_post() {
     let bin = env!("CARGO_BIN_EXE_rw-tput-receiver");

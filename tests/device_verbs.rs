@@ -11,9 +11,9 @@ use rdma_bench::hot::{
     UnsignaledCounter, GRH_BYTES,
 };
 use rdma_bench::mem::{HugeBuffer, Placement};
-use rdma_bench::verbs::{
-    AddressHandle, MemoryRegion, Payload, Port, QpType, QueuePair, WorkCompletion, Wr,
-};
+use rdma_bench::verbs::{AddressHandle, MemoryRegion, Port, QpType, QueuePair, WorkCompletion};
+#[cfg(has_wr_api)]
+use rdma_bench::verbs::{Payload, Wr};
 
 const T: PollTimeout = PollTimeout(std::time::Duration::from_secs(10));
 
@@ -260,6 +260,7 @@ fn ten_thousand_selectively_signaled_writes_never_overflow() {
     assert_eq!(&b.bytes()[..32], &a.bytes()[..32]);
 }
 
+#[cfg(has_wr_api)]
 #[test]
 fn write_and_read_through_the_wr_api() {
     let e = env();
@@ -555,6 +556,7 @@ fn a_qp_over_another_contexts_cq_is_refused() {
 
 /// A guard leaked with mem::forget leaves its batch open: send batches are refused (instead of
 /// spinning on the provider's lock) until the next wr_start aborts it.
+#[cfg(has_wr_api)]
 #[test]
 fn a_leaked_wr_guard_is_contained() {
     let e = env();

@@ -13,7 +13,9 @@ use super::common::{
 use super::connected::{finish_active, run_connected, verify_slots, Connected};
 use super::endpoint::selective_loop;
 use crate::error::Result;
-use crate::hot::{poll_exact, Op, PollTimeout, SendBatch, SendSpec, WrBatch};
+#[cfg(has_wr_api)]
+use crate::hot::WrBatch;
+use crate::hot::{poll_exact, Op, PollTimeout, SendBatch, SendSpec};
 use crate::verbs::WorkCompletion;
 
 /// Flags of both rw-tput benchmarks (the original's, same names and meanings).
@@ -186,6 +188,10 @@ pub fn validate(f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Result<()>
         "UC cannot do READs (--use-uc 1 needs --do-read 0)".into()
     })?;
     f.queue.check(f.postlist, f.max_postlist)?;
+    require(
+        crate::build_info::WR_API || f.post_api == PostApi::Classic,
+        || crate::build_info::NO_WR_API.into(),
+    )?;
     if f.inlined() {
         check_inline(f.size, f.queue.max_inline, "WRITEs")?;
     }
@@ -204,6 +210,7 @@ fn run(bench: Bench, f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Resul
         let send = f.send_spec();
         let remote = pair.remote_buf();
         let (qp, mr) = pair.ep.parts();
+        #[cfg(has_wr_api)]
         if f.post_api == PostApi::Wr {
             let mut wr = WrBatch::new(qp, mr, send, remote)?;
             selective_loop(

@@ -21,6 +21,7 @@ mod reply;
 mod request;
 mod send;
 mod signal;
+#[cfg(has_wr_api)]
 mod wr_batch;
 
 pub use crate::verbs::Op;
@@ -30,6 +31,7 @@ pub use reply::{DestId, Payload, UdPostlist};
 pub use request::{RequestRegion, SlotLayout};
 pub use send::{Remote, SendBatch, SendSpec};
 pub use signal::{check_batching, BatchSlot, Reap, UnsignaledCounter};
+#[cfg(has_wr_api)]
 pub use wr_batch::WrBatch;
 
 use crate::error::Result;
@@ -38,6 +40,7 @@ use crate::verbs::QueuePair;
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::SendBatch {}
+    #[cfg(has_wr_api)]
     impl Sealed for super::WrBatch {}
 }
 
@@ -117,6 +120,7 @@ impl Postlist for SendBatch {
     }
 }
 
+#[cfg(has_wr_api)]
 impl Postlist for WrBatch {
     fn len(&self) -> usize {
         WrBatch::len(self)

@@ -215,8 +215,36 @@ impl Context {
         Ok(Gid(unsafe { gid.raw }))
     }
 
-    /// The GID type ("IB/RoCE v1", "RoCE v2") as the kernel reports it in sysfs, if it does.
+    /// The GID type of a port's GID entry, named as the kernel's sysfs names it ("IB/RoCE v1",
+    /// "RoCE v2"), if the entry is valid: from `ibv_query_gid_ex` in a build against rdma-core ≥
+    /// v32 ([`crate::build_info::QUERY_GID_EX`]), else from sysfs ([`Context::gid_type_from_sysfs`]).
     pub fn gid_type(&self, port: u8, index: u32) -> Option<String> {
+        #[cfg(has_query_gid_ex)]
+        return self.gid_type_ex(port, index).map(str::to_string);
+        #[cfg(not(has_query_gid_ex))]
+        return self.gid_type_from_sysfs(port, index);
+    }
+
+    /// `ibv_query_gid_ex`'s type of the entry (rdma-core itself falls back to sysfs on kernels
+    /// without the ioctl).
+    #[cfg(has_query_gid_ex)]
+    fn gid_type_ex(&self, port: u8, index: u32) -> Option<&'static str> {
+        let mut entry = sys::ibv_gid_entry::default();
+        // SAFETY: the context is open and `entry` is a valid out-pointer of the size the shim
+        // passes along (its own sizeof, from the same headers).
+        let rc = unsafe { sys::shim_query_gid_ex(self.as_raw(), port.into(), index, &mut entry) };
+        if rc != 0 {
+            return None;
+        }
+        match entry.gid_type {
+            sys::IBV_GID_TYPE_IB | sys::IBV_GID_TYPE_ROCE_V1 => Some("IB/RoCE v1"),
+            sys::IBV_GID_TYPE_ROCE_V2 => Some("RoCE v2"),
+            _ => None,
+        }
+    }
+
+    /// The GID type as the kernel reports it in sysfs (`ports/N/gid_attrs/types/I`), if it does.
+    pub fn gid_type_from_sysfs(&self, port: u8, index: u32) -> Option<String> {
         let path = format!(
             "/sys/class/infiniband/{}/ports/{port}/gid_attrs/types/{index}",
             self.name

@@ -20,6 +20,8 @@ mod pd;
 mod port;
 mod qp;
 mod qp_info;
+/// The `ibv_wr_*` post API (when the headers have it: [`crate::build_info::WR_API`]).
+#[cfg(has_wr_api)]
 mod wr;
 
 pub use ah::AddressHandle;
@@ -34,6 +36,7 @@ pub use pd::ProtectionDomain;
 pub use port::Port;
 pub use qp::{ConnectParams, QpCaps, QpType, QueuePair};
 pub use qp_info::QpInfo;
+#[cfg(has_wr_api)]
 pub use wr::{Payload, Wr, WrGuard};
 
 /// libhrd's connection parameters, kept so that numbers compare with the C suite.

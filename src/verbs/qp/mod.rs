@@ -101,6 +101,7 @@ impl Default for ConnectParams {
 }
 
 /// The `ibv_wr_*` operations a [`QueuePair::new_ex`] QP is asked to support.
+#[cfg(has_wr_api)]
 const EX_SEND_OPS: u64 = (sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE.0
     | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM.0
     | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_SEND.0
@@ -109,6 +110,13 @@ const EX_SEND_OPS: u64 = (sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA
     | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP.0
     | sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD.0)
     as u64;
+
+/// The extended QP handle behind the `ibv_wr_*` API; headers without that API have no
+/// `struct ibv_qp_ex`, and the pointer is always null.
+#[cfg(has_wr_api)]
+pub(super) type RawQpEx = sys::ibv_qp_ex;
+#[cfg(not(has_wr_api))]
+pub(super) type RawQpEx = std::ffi::c_void;
 
 /// Serial numbers of QPs, so that a batch built for one QP can tell it is handed another (even one
 /// the allocator put at a dead QP's address).
@@ -140,8 +148,10 @@ static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 #[derive(Debug)]
 pub struct QueuePair {
     raw: NonNull<sys::ibv_qp>,
-    /// Non-null only for QPs made with [`QueuePair::new_ex`].
-    pub(super) ex: *mut sys::ibv_qp_ex,
+    /// Non-null only for QPs made with [`QueuePair::new_ex`] (always null, and unread, in a
+    /// build without the `ibv_wr_*` API).
+    #[cfg_attr(not(has_wr_api), allow(dead_code))]
+    pub(super) ex: *mut RawQpEx,
     serial: u64,
     /// What send batches compare their serial with: `serial`, or 0 while an `ibv_wr_*` batch is
     /// open (a leaked [`super::WrGuard`] leaves it open: send posts are refused until the next
@@ -197,7 +207,23 @@ impl QueuePair {
         )
     }
 
+    /// Like [`QueuePair::new`], but also enables the `ibv_wr_*` post API (`QueuePair::wr_start`).
+    /// Refused (one line that says why) by a build against headers without that API
+    /// ([`crate::build_info::WR_API`]).
+    #[cfg(not(has_wr_api))]
+    pub fn new_ex(
+        _pd: &Arc<ProtectionDomain>,
+        _port: &Port,
+        _send_cq: &Arc<CompletionQueue>,
+        _recv_cq: &Arc<CompletionQueue>,
+        _qp_type: QpType,
+        _caps: QpCaps,
+    ) -> Result<QueuePair> {
+        Err(Error::config(crate::build_info::NO_WR_API))
+    }
+
     /// Like [`QueuePair::new`], but also enables the `ibv_wr_*` post API ([`QueuePair::wr_start`]).
+    #[cfg(has_wr_api)]
     pub fn new_ex(
         pd: &Arc<ProtectionDomain>,
         port: &Port,
@@ -250,7 +276,7 @@ impl QueuePair {
     #[allow(clippy::too_many_arguments)]
     fn finish(
         raw: NonNull<sys::ibv_qp>,
-        ex: *mut sys::ibv_qp_ex,
+        ex: *mut RawQpEx,
         cap: sys::ibv_qp_cap,
         pd: &Arc<ProtectionDomain>,
         port: &Port,
@@ -465,6 +491,7 @@ impl QueuePair {
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
+        #[cfg(has_wr_api)]
         if self.send_key == 0 && !self.ex.is_null() {
             // SAFETY: a leaked WrGuard left a batch open on this live qp_ex: close it so that the
             // provider's send-queue lock is released before the QP goes.
