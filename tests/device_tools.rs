@@ -25,6 +25,10 @@ fn doctor_sees_the_testbed_device_as_the_benchmarks_do() {
         text.contains(&format!("[ok  ] port {dev}:1: ACTIVE (LinkUp), ")),
         "{text}"
     );
+    assert!(
+        text.contains("[ok  ] build: built against the system's rdma-core: ibv_wr_* post API on, ibv_query_gid_ex on, librdmacm on"),
+        "{text}"
+    );
     if let Ok(gid) = std::env::var("RDMA_BENCH_GID_INDEX") {
         assert!(
             text.contains(&format!("our tools use index {gid} (RoCE v2, IPv4)")),

@@ -68,7 +68,8 @@ fn finding(verdict: Verdict, subject: &str, text: String, fix: Option<String>) -
 /// Runs every check and prints the findings; an error (exit 1) when one would make a benchmark
 /// fail.
 pub fn run(a: DoctorArgs) -> Result<()> {
-    let mut found = device::devices(a.device.as_deref());
+    let mut found = vec![build()];
+    found.extend(device::devices(a.device.as_deref()));
     found.extend(host::host(std::path::Path::new("/sys")));
     let mut text = String::new();
     for f in &found {
@@ -108,6 +109,34 @@ pub fn run(a: DoctorArgs) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// What this binary was built against: the optional parts of rdma-core its headers offered.
+fn build() -> Finding {
+    use crate::build_info::{FEATURES, VERBS_LIB_DIR};
+    let from = if VERBS_LIB_DIR.is_empty() {
+        "the system's rdma-core".to_string()
+    } else {
+        format!("rdma-core in {VERBS_LIB_DIR}")
+    };
+    let parts: Vec<String> = FEATURES
+        .iter()
+        .map(|(name, on, _)| format!("{name} {}", if *on { "on" } else { "off" }))
+        .collect();
+    let off: Vec<&str> = FEATURES.iter().filter(|f| !f.1).map(|f| f.2).collect();
+    let text = format!("built against {from}: {}", parts.join(", "));
+    if off.is_empty() {
+        finding(Verdict::Ok, "build", text, None)
+    } else {
+        finding(
+            Verdict::Warn,
+            "build",
+            format!("{text}; not available: {}", off.join("; ")),
+            Some(
+                "rebuild against rdma-core >= v32 with librdmacm (see README, Portability)".into(),
+            ),
+        )
+    }
 }
 
 fn read_trim(path: &str) -> Option<String> {
