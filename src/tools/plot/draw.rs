@@ -260,6 +260,8 @@ fn bars(b: &Bars, out: &mut String) -> Result<()> {
     chart
         .configure_mesh()
         .x_desc("Mops")
+        // Every row is named (the mesh otherwise thins labels to about ten).
+        .y_labels(n)
         .y_label_formatter(&yfmt)
         .x_label_formatter(&|v| fmt_num(*v))
         .axis_desc_style((FONT, 16))

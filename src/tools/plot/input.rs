@@ -305,6 +305,39 @@ pub fn parse_sweep_csv(text: &str, stem: &str) -> Result<Vec<Sweep>, String> {
     Ok(sweeps)
 }
 
+/// Bars with the same label (the same benchmark, role, op and shape run with other flags, or
+/// two processes of one run) are told apart by the flags that differ among them, else by their
+/// order: `herd client WRITE 58/1 --update-percentage 50`, `rc-swarm worker READ 32/1 #2`.
+fn distinct_labels(rows: Vec<(String, String, f64)>) -> Vec<SuiteRow> {
+    let pairs = |flags: &str| -> Vec<String> {
+        let w: Vec<&str> = flags.split_whitespace().collect();
+        w.chunks(2).map(|c| c.join(" ")).collect()
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, (label, flags, mops)) in rows.iter().enumerate() {
+        let same: Vec<usize> = (0..rows.len()).filter(|&j| rows[j].0 == *label).collect();
+        if same.len() == 1 {
+            out.push(SuiteRow {
+                label: label.clone(),
+                mops: *mops,
+            });
+            continue;
+        }
+        let differ: Vec<String> = pairs(flags)
+            .into_iter()
+            .filter(|p| !same.iter().all(|&j| pairs(&rows[j].1).contains(p)))
+            .collect();
+        let label = if differ.is_empty() {
+            let k = same.iter().position(|&j| j == i).unwrap_or(0) + 1;
+            format!("{label} #{k}")
+        } else {
+            format!("{label} {}", differ.join(" "))
+        };
+        out.push(SuiteRow { label, mops: *mops });
+    }
+    out
+}
+
 /// Parses the suite's `results.csv`: rows without a Mops value are left out.
 pub fn parse_suite(text: &str) -> Result<Vec<SuiteRow>, String> {
     let mut rows = Vec::new();
@@ -335,9 +368,9 @@ pub fn parse_suite(text: &str) -> Result<Vec<SuiteRow>, String> {
             .copied()
             .collect::<Vec<_>>()
             .join(" ");
-        rows.push(SuiteRow { label, mops });
+        rows.push((label, c.get(9).map_or("", |f| f.trim()).to_string(), mops));
     }
-    Ok(rows)
+    Ok(distinct_labels(rows))
 }
 
 #[cfg(test)]
@@ -349,6 +382,27 @@ mod tests {
         assert_eq!(
             split_csv("a,,\"b,c\",\"say \"\"hi\"\"\"\r"),
             ["a", "", "b,c", "say \"hi\""]
+        );
+    }
+
+    #[test]
+    fn suite_rows_with_one_label_are_told_apart() {
+        let csv = "bench,role,op,size,postlist,mops,lat_avg_us,lat_median_us,lat_p99_us,flags
+herd,worker,SEND,32,1,0.0124,,,,--num-workers 1 --update-percentage 0
+herd,worker,SEND,32,1,0.0125,,,,--num-workers 1 --update-percentage 5
+rc-swarm,worker,READ,32,1,0.0123,,,,--num-threads 1
+rc-swarm,worker,READ,32,1,0.0125,,,,--num-threads 1
+";
+        let rows = parse_suite(csv).unwrap();
+        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "herd worker SEND 32/1 --update-percentage 0",
+                "herd worker SEND 32/1 --update-percentage 5",
+                "rc-swarm worker READ 32/1 #1",
+                "rc-swarm worker READ 32/1 #2",
+            ]
         );
     }
 
