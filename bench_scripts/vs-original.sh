@@ -167,7 +167,8 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (
 # rate FILE: both suites print `main: Server 0: <ops/s> IOPS` per report; the same estimator for
 # both, the median in Mops of the reports after the first (the first spans the ramp-up)
 rate() {
-  grep -o 'main: Server 0: [0-9.]* IOPS' "$1" | awk '{ print $4 }' |
+  # No report at all (a run that never connected) is an empty rate, not the script's end.
+  { grep -o 'main: Server 0: [0-9.]* IOPS' "$1" || true; } | awk '{ print $4 }' |
     awk '{ v[NR] = $1 } END { for (i = (NR > 2 ? 2 : 1); i <= NR; i++) print v[i] / 1e6 }' | median |
     awk '{ if ($1 == "-") print ""; else printf "%.4g\n", $1 }'
 }
@@ -182,7 +183,7 @@ orig_client() { # log: the passive side of the original's rw-tput-sender
 ours() {
   local log=$logs/ours-$1-r$5.log
   bench_scripts/run-local.sh rw-tput-sender --size "$2" --postlist "$3" --do-read "$4" --duration "$DURATION" --json >"$log" 2>&1 || true
-  grep '^\[server\] main: Server 0: ' "$log" | rate /dev/stdin
+  { grep '^\[server\] main: Server 0: ' "$log" || true; } | rate /dev/stdin
 }
 
 # original NAME SIZE POSTLIST READ REP REPORT_OPS -> Mops
@@ -261,8 +262,8 @@ for p in $POINTS; do
     [ -n "$c" ] && [ "$c" != - ] && c_vals+=("$c")
     echo "$prog: $name rep $r: ours ${o:--} Mops, original ${c:--} Mops" >&2
   done
-  om=$(printf '%s\n' "${o_vals[@]}" | grep . | median | awk '{ print ($1 == "-") ? "-" : sprintf("%.4g", $1) }')
-  cm=$(printf '%s\n' "${c_vals[@]}" | grep . | median | awk '{ print ($1 == "-") ? "-" : sprintf("%.4g", $1) }')
+  om=$(printf '%s\n' "${o_vals[@]}" | { grep . || true; } | median | awk '{ print ($1 == "-") ? "-" : sprintf("%.4g", $1) }')
+  cm=$(printf '%s\n' "${c_vals[@]}" | { grep . || true; } | median | awk '{ print ($1 == "-") ? "-" : sprintf("%.4g", $1) }')
   oi=-; ci=-
   if [ $have_valgrind = 1 ]; then
     oi=$(ours_instr "$size" "$pl" "$rd"); oi=${oi:--}
