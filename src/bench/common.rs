@@ -96,8 +96,9 @@ pub struct CommonArgs {
     pub stats_interval: Option<f64>,
     /// Stability mode's CSV (`unix_time_s,elapsed_s,thread,interval_s,ops,mops`, flushed every
     /// row); the summary flags drift of the total rate beyond 5 % from the first to the last
-    /// tenth of the run, or a coefficient of variation beyond 10 %. Written by the counting side
-    /// only (a passive side ignores it)
+    /// tenth of the run, or a coefficient of variation beyond 10 %. Written by a counting side
+    /// only (a passive side ignores it); locked while written, so a second counting process
+    /// given the same name writes NAME.<role>.csv instead
     #[arg(long, alias = "stats_file", value_name = "FILE.csv")]
     pub stats_file: Option<std::path::PathBuf>,
 }
@@ -352,7 +353,7 @@ impl Lull {
         if self.idle == Self::POLLS && self.started {
             counters.stop(self.t);
         }
-        self.idle % Self::POLLS == 0
+        self.idle.is_multiple_of(Self::POLLS)
     }
 
     /// A poll that found work.

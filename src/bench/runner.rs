@@ -198,10 +198,13 @@ impl ReportClock {
             self.next_tick = now + Duration::from_secs(1);
             self.next_stats = now + self.stats_every.unwrap_or_default();
         }
-        if self.deadline.is_some_and(|d| now >= d) {
+        let deadline_hit = self.deadline.is_some_and(|d| now >= d);
+        if deadline_hit {
             request_stop();
         }
-        if let Some(every) = self.stats_every {
+        // After a stop (other than the deadline's own step) threads are winding down: no rows.
+        let stats_open = deadline_hit || !stop_requested();
+        if let Some(every) = self.stats_every.filter(|_| stats_open) {
             // Rows fall on the interval's grid (from the first operation), so that --duration
             // D and --stats-interval I give exactly D / I rows per thread; a late step writes
             // one row for the time it covers, not one per missed slot.

@@ -104,7 +104,7 @@ impl Counters {
             ns => Some((ns - 1) as f64 / 1e9),
         }
     }
-    fn stopped_at(&self, t: usize) -> Option<f64> {
+    pub(super) fn stopped_at(&self, t: usize) -> Option<f64> {
         match self.slots[t].stopped.load(Ordering::Acquire) {
             0 => None,
             ns => Some((ns - 1) as f64 / 1e9),
@@ -182,7 +182,13 @@ impl Reporter {
 
     /// Also writes stability-mode rows (`--stats-file`, created here) every `interval_s`.
     pub fn with_stability(mut self, path: &std::path::Path, interval_s: f64) -> Result<Reporter> {
-        let log = StabilityLog::create(path, interval_s, &self.counters, self.info.first_id)?;
+        let log = StabilityLog::create(
+            path,
+            interval_s,
+            &self.counters,
+            self.info.first_id,
+            self.info.role,
+        )?;
         self.stability = Some(log);
         Ok(self)
     }

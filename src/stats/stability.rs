@@ -2,7 +2,7 @@
 //! counting thread with its rate over that interval, flushed as it is written so that a run left
 //! overnight and then killed keeps every row; at the end, a summary that flags drift.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,30 +42,54 @@ pub struct StabilityLog {
 }
 
 impl StabilityLog {
-    /// Creates (truncates) `path` and writes the header.
+    /// Creates (truncates) `path` and writes the header. `path` is locked while the run writes
+    /// it: a second process of the same run given the same flags (both sides of ud-sender,
+    /// run-local.sh's way) writes `NAME.<role>.csv` beside it instead of interleaving rows.
     pub fn create(
         path: &Path,
         interval_s: f64,
         counters: &Arc<Counters>,
         first_id: usize,
+        role: &str,
     ) -> Result<Self> {
-        let file = File::create(path).map_err(|e| {
+        let fail = |p: &Path, e: std::io::Error| {
             Error::config(format!(
-                "--stats-file {}: cannot create it: {e}",
-                path.display()
+                "--stats-file {}: cannot write it: {e}",
+                p.display()
             ))
-        })?;
+        };
+        let (file, path) = match open_locked(path).map_err(|e| fail(path, e))? {
+            Some(f) => (f, path.to_owned()),
+            None => {
+                let alt = beside(path, &role.to_lowercase());
+                let f = open_locked(&alt)
+                    .map_err(|e| fail(&alt, e))?
+                    .ok_or_else(|| {
+                        Error::config(format!(
+                            "--stats-file {} and {} are both being written by other processes",
+                            path.display(),
+                            alt.display()
+                        ))
+                    })?;
+                println!(
+                    "main: stability: {} is written by another process of this run; this one writes {}",
+                    path.display(),
+                    alt.display()
+                );
+                (f, alt)
+            }
+        };
         let mut out = BufWriter::new(file);
         writeln!(out, "{STABILITY_CSV_HEADER}")
             .and_then(|()| out.flush())
-            .map_err(|e| Error::config(format!("--stats-file {}: {e}", path.display())))?;
+            .map_err(|e| fail(&path, e))?;
         let wall = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let n = counters.len();
         Ok(StabilityLog {
             out,
-            path: path.to_owned(),
+            path,
             interval_s,
             unix_at_epoch: wall - counters.now(),
             last_ops: vec![0; n],
@@ -91,7 +115,10 @@ impl StabilityLog {
             } else {
                 started
             };
-            let dt = now - since;
+            // A thread that finished (--iters) has no rate after its end: its last interval
+            // ends there, and later ones have no row rather than a zero.
+            let end = counters.stopped_at(t).map_or(now, |s| s.min(now));
+            let dt = end - since;
             if dt <= 0.0 {
                 continue;
             }
@@ -100,8 +127,8 @@ impl StabilityLog {
             let row = writeln!(
                 self.out,
                 "{:.3},{:.3},{},{:.3},{},{:.6}",
-                self.unix_at_epoch + now,
-                now - started,
+                self.unix_at_epoch + end,
+                end - started,
                 self.first_id + t,
                 dt,
                 ops,
@@ -112,7 +139,7 @@ impl StabilityLog {
             }
             self.per_thread[t].push(mops);
             self.last_ops[t] = ops;
-            self.last_t[t] = now;
+            self.last_t[t] = end;
             total += mops;
             any = true;
         }
@@ -162,6 +189,36 @@ impl StabilityLog {
         }
         text
     }
+}
+
+/// Opens `path` for writing without truncating it and takes its lock: `None` when another
+/// process holds it; else the file, emptied.
+fn open_locked(path: &Path) -> std::io::Result<Option<File>> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    match f.try_lock() {
+        Ok(()) => {
+            f.set_len(0)?;
+            Ok(Some(f))
+        }
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
+/// `dir/name.csv` → `dir/name.<tag>.csv`.
+fn beside(path: &Path, tag: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{tag}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{tag}"),
+    };
+    path.with_file_name(name)
 }
 
 /// What one rate series says about stability.
