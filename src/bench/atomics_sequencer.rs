@@ -99,7 +99,7 @@ pub fn validate(a: &Args) -> Result<()> {
     require(a.num_clients >= 1 && a.qps_per_client >= 1, || {
         "num-clients and qps-per-client must be at least 1".into()
     })?;
-    require(a.stride >= 8 && a.stride % 8 == 0, || {
+    require(a.stride >= 8 && a.stride.is_multiple_of(8), || {
         format!(
             "stride {} must be a positive multiple of 8 (atomics are 8-byte aligned)",
             a.stride

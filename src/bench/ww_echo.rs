@@ -200,7 +200,7 @@ fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters)
                 u64::from_le_bytes(last8) != want
             } {
                 spins = spins.wrapping_add(1);
-                if spins % 4096 == 0 {
+                if spins.is_multiple_of(4096) {
                     if stop_requested() {
                         break;
                     }

@@ -24,7 +24,7 @@ pub struct SlotLayout {
 impl SlotLayout {
     /// Bytes the layout spans; refuses a layout beyond `region_bytes` or an overflow.
     pub fn check(&self, region_bytes: usize) -> Result<usize> {
-        if self.slot_bytes == 0 || self.slot_bytes % 8 != 0 {
+        if self.slot_bytes == 0 || !self.slot_bytes.is_multiple_of(8) {
             return Err(Error::config(format!(
                 "request slots must be a positive multiple of 8 bytes, not {}",
                 self.slot_bytes

@@ -664,7 +664,7 @@ pub(crate) fn validate(
                 r.len
             ));
         }
-        if s.op.is_atomic() && (r.addr + s.remote_offset) % 8 != 0 {
+        if s.op.is_atomic() && !(r.addr + s.remote_offset).is_multiple_of(8) {
             return bad("atomics need an 8-byte aligned remote address".into());
         }
     }

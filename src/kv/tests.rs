@@ -130,7 +130,7 @@ fn random_batches_agree_with_a_hashmap_model() {
             let mut ids = Vec::new();
             for _ in 0..1 + rng.next() % MAX_BATCH as u64 {
                 let id = rng.next() % keys;
-                let put = rng.next() % 4 == 0;
+                let put = rng.next().is_multiple_of(4);
                 let len = 1 + (rng.next() % MAX_VALUE as u64) as usize;
                 let mut value = [0u8; MAX_VALUE];
                 for b in &mut value[..len] {

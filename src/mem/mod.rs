@@ -131,7 +131,10 @@ pub(crate) unsafe fn atomic_u8_at<'a>(p: *mut u8) -> &'a std::sync::atomic::Atom
 /// If `p` is not 8-byte aligned.
 #[inline(always)]
 pub(crate) unsafe fn atomic_u64_at<'a>(p: *mut u8) -> &'a std::sync::atomic::AtomicU64 {
-    assert!(p as usize % 8 == 0, "unaligned 8-byte word at {p:p}");
+    assert!(
+        (p as usize).is_multiple_of(8),
+        "unaligned 8-byte word at {p:p}"
+    );
     // SAFETY: the caller passes 8 live bytes; aligned (checked above).
     unsafe { std::sync::atomic::AtomicU64::from_ptr(p.cast::<u64>()) }
 }

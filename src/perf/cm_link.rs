@@ -175,7 +175,7 @@ impl CmLink {
                 break;
             }
             empty = empty.wrapping_add(1);
-            if empty % 4096 == 0 {
+            if empty.is_multiple_of(4096) {
                 if stop_requested() && !wait.in_stop_grace(&mut stopped) {
                     return Err(Error::Stopped("stopped while waiting for the peer".into()));
                 }

@@ -141,7 +141,7 @@ pub fn peak_ticks_per_msg(
         for j in (first..n).step_by(cq_mod) {
             consider(i, j);
         }
-        if n % cq_mod != 0 {
+        if !n.is_multiple_of(cq_mod) {
             consider(i, n - 1);
         }
     }

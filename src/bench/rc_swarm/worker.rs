@@ -220,7 +220,7 @@ fn run_loop(a: &Args, swarm: &Swarm, t: usize, counters: &Counters, c: Connected
                 let mut since: Option<Instant> = None;
                 while mr.load_u8(slot) == 0 {
                     spins = spins.wrapping_add(1);
-                    if spins % 4096 == 0 {
+                    if spins.is_multiple_of(4096) {
                         if stop_requested() {
                             break 'run;
                         }

@@ -129,7 +129,7 @@ fn client(a: &Args, peer: &mut Peer) -> Result<()> {
         }
         all.record(ticks);
         window.record(ticks);
-        if iter % 16 != 0 {
+        if !iter.is_multiple_of(16) {
             continue;
         }
         let due = match clock.poll() {

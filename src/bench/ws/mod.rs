@@ -135,12 +135,15 @@ pub fn validate(kind: Kind, a: &WsArgs) -> Result<()> {
         Kind::Sequencer => require(a.size == 8, || {
             format!("ws-sequencer's requests are 8 bytes, not {}", a.size)
         })?,
-        Kind::Echo => require(a.size >= 8 && a.size <= 56 && a.size % 8 == 0, || {
-            format!(
+        Kind::Echo => require(
+            a.size >= 8 && a.size <= 56 && a.size.is_multiple_of(8),
+            || {
+                format!(
                 "size {} must be a multiple of 8 between 8 and 56 (a request and its tag fill one 64-byte slot)",
                 a.size
             )
-        })?,
+            },
+        )?,
     }
     super::common::check_inline(
         a.payload(kind) as u64,

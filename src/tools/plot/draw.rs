@@ -103,7 +103,7 @@ pub fn fmt_num(v: f64) -> String {
 pub fn fmt_size(v: f64) -> String {
     let v = v.round() as u64;
     for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
-        if v >= 1 << shift && v % (1 << shift) == 0 {
+        if v >= 1 << shift && v.is_multiple_of(1 << shift) {
             return format!("{}{unit}", v >> shift);
         }
     }
