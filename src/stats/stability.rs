@@ -265,3 +265,30 @@ impl Verdict {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_writer_of_one_file_goes_beside_it() {
+        let dir = std::env::temp_dir().join(format!("rdma-bench-stab-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rates.csv");
+        let counters = Counters::new(1);
+        let first = StabilityLog::create(&path, 1.0, &counters, 0, "Server").unwrap();
+        let second = StabilityLog::create(&path, 1.0, &counters, 0, "Client").unwrap();
+        assert_eq!(first.path, path);
+        assert_eq!(second.path, dir.join("rates.client.csv"));
+        drop(first);
+        // The lock went with the first writer: the name is free again (and emptied).
+        let third = StabilityLog::create(&path, 1.0, &counters, 0, "Client").unwrap();
+        assert_eq!(third.path, path);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{STABILITY_CSV_HEADER}\n")
+        );
+        drop((second, third));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
