@@ -51,12 +51,21 @@ fn io_err(path: &str, e: std::io::Error) -> Error {
     Error::config(format!("{path}: {e}"))
 }
 
+/// Opens `path` for appending; a last line cut short by a kill (no final newline) is cut off
+/// first, so that the next row starts a line of its own.
 fn open_append(path: &str) -> Result<File> {
-    OpenOptions::new()
+    let f = OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(path)
-        .map_err(|e| io_err(path, e))
+        .map_err(|e| io_err(path, e))?;
+    let text = std::fs::read(path).map_err(|e| io_err(path, e))?;
+    if !text.is_empty() && !text.ends_with(b"\n") {
+        let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        f.set_len(keep as u64).map_err(|e| io_err(path, e))?;
+    }
+    Ok(f)
 }
 
 impl RunLog {
@@ -109,7 +118,10 @@ impl RunLog {
         row.push(run.value.map(|v| v.to_string()).unwrap_or_default());
         row.push(format!("{:.3}", run.seconds));
         let fail = |e: std::io::Error| Error::config(format!("writing the sweep's run log: {e}"));
-        writeln!(self.csv, "{}", row.join(",")).map_err(fail)?;
+        // One write per row: a kill leaves whole rows, or one cut-off row open_append trims.
+        self.csv
+            .write_all(format!("{}\n", row.join(",")).as_bytes())
+            .map_err(fail)?;
         self.csv.flush().map_err(fail)?;
         if run.ok {
             let params: Map<String, Value> = self
@@ -125,7 +137,9 @@ impl RunLog {
                 .collect();
             let line = json!({"params": params, "rep": run.rep, "bench": run.bench,
                 "op": run.op, "metrics": metrics});
-            writeln!(self.jsonl, "{line}").map_err(fail)?;
+            self.jsonl
+                .write_all(format!("{line}\n").as_bytes())
+                .map_err(fail)?;
             self.jsonl.flush().map_err(fail)?;
         }
         Ok(())

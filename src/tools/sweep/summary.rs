@@ -56,7 +56,12 @@ pub fn summarize(shape: &Shape<'_>, runs: &[Run]) -> Vec<PointResult> {
         .iter()
         .map(|pt| {
             let mut mine: Vec<&Run> = Vec::new();
-            for r in runs.iter().filter(|r| r.ok && r.values == *pt) {
+            // Repetitions beyond --reps (an earlier, longer sweep into the same files) are
+            // left out: n never exceeds the reps the JSON states.
+            for r in runs
+                .iter()
+                .filter(|r| r.ok && r.values == *pt && r.rep < shape.reps)
+            {
                 mine.retain(|x| x.rep != r.rep);
                 mine.push(r);
             }
