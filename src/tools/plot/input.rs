@@ -72,18 +72,6 @@ pub enum Input {
     },
 }
 
-/// The metric names a sweep writes.
-pub const METRICS: &[&str] = &[
-    "mops",
-    "bw_mbps",
-    "lat_avg_us",
-    "lat_median_us",
-    "lat_p99_us",
-    "lat_p999_us",
-    "lat_min_us",
-    "lat_max_us",
-];
-
 const SUITE_HEADER: &[&str] = &["bench", "role", "op", "size", "postlist", "mops"];
 
 /// Reads one input file; `label` overrides the label written in the file.

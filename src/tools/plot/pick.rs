@@ -2,8 +2,9 @@
 //! which metrics on y, and the names they get on the chart.
 
 use super::chart::{Choice, Kind};
-use super::input::{Sweep, METRICS};
+use super::input::Sweep;
 use crate::error::{Error, Result};
+use crate::tools::results::Metric;
 
 /// Legend suffix of a metric.
 pub fn short(metric: &str) -> &str {
@@ -21,7 +22,7 @@ pub fn short(metric: &str) -> &str {
 }
 
 pub(super) fn is_latency(metric: &str) -> bool {
-    metric.starts_with("lat_")
+    Metric::parse(metric).is_some_and(Metric::lower_is_better)
 }
 
 /// A parameter that counts things (threads, QPs, clients…): a scaling chart's x.
@@ -113,10 +114,10 @@ fn present(sweeps: &[Sweep], m: &str) -> bool {
 
 pub(super) fn choose_metrics(sweeps: &[Sweep], c: &Choice) -> Result<Vec<String>> {
     for m in &c.metrics {
-        if !METRICS.contains(&m.as_str()) {
+        if Metric::parse(m).is_none() {
             return Err(Error::config(format!(
                 "unknown metric `{m}` (known: {})",
-                METRICS.join(", ")
+                Metric::names()
             )));
         }
         if !present(sweeps, m) {
@@ -138,10 +139,11 @@ pub(super) fn choose_metrics(sweeps: &[Sweep], c: &Choice) -> Result<Vec<String>
         .filter_map(|s| s.metric.clone())
         .find(|m| present(sweeps, m))
         .or_else(|| {
-            METRICS
-                .iter()
+            Metric::ALL
+                .map(Metric::name)
+                .into_iter()
                 .find(|m| present(sweeps, m))
-                .map(|m| m.to_string())
+                .map(str::to_string)
         })
         .ok_or_else(|| Error::config("no points: the sweeps hold no known metric"))?;
     let latency = c.kind == Kind::Latency || (c.kind == Kind::Auto && is_latency(&first));
@@ -149,8 +151,9 @@ pub(super) fn choose_metrics(sweeps: &[Sweep], c: &Choice) -> Result<Vec<String>
         return Ok(percentiles);
     }
     if c.kind == Kind::Latency && !is_latency(&first) {
-        return METRICS
-            .iter()
+        return Metric::ALL
+            .map(Metric::name)
+            .into_iter()
             .find(|m| is_latency(m) && present(sweeps, m))
             .map(|m| vec![m.to_string()])
             .ok_or_else(|| Error::config("--kind latency: the sweeps hold no latency metric"));
