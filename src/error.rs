@@ -23,8 +23,8 @@ pub enum Error {
     },
     /// A work completion with a status other than success.
     Completion {
-        /// `ibv_wc_status` value.
-        status: u32,
+        /// Its status.
+        status: WcStatus,
         /// `ibv_wc_opcode` value as reported (may be undefined for error CQEs).
         opcode: u32,
         /// The `wr_id` of the failed work request.
@@ -130,8 +130,8 @@ impl Error {
         matches!(self, Error::Timeout { .. })
     }
 
-    /// The `ibv_wc_status` of a completion error, if this is one.
-    pub fn completion_status(&self) -> Option<u32> {
+    /// The status of a completion error, if this is one.
+    pub fn completion_status(&self) -> Option<WcStatus> {
         match self {
             Error::Completion { status, .. } => Some(*status),
             _ => None,
@@ -197,37 +197,97 @@ fn errno_name(errno: i32) -> Option<&'static str> {
     })
 }
 
-/// Human name of an `ibv_wc_status`, as `ibv_wc_status_str` spells it.
-pub fn wc_status_name(status: u32) -> &'static str {
-    const NAMES: [&str; 23] = [
-        "success",
-        "local length error",
-        "local QP operation error",
-        "local EE context operation error",
-        "local protection error",
-        "Work Request Flushed Error",
-        "memory management operation error",
-        "bad response error",
-        "local access error",
-        "remote invalid request error",
-        "remote access error",
-        "remote operation error",
-        "transport retry counter exceeded",
-        "RNR retry counter exceeded",
-        "local RDD violation error",
-        "remote invalid RD request",
-        "aborted error",
-        "invalid EE context number",
-        "invalid EE context state",
-        "fatal error",
-        "response timeout error",
-        "general error",
-        "TM error",
-    ];
-    NAMES
-        .get(status as usize)
-        .copied()
-        .unwrap_or("unknown status")
+/// The status of a work completion (`enum ibv_wc_status`; the values are the verbs ABI's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WcStatus {
+    /// `IBV_WC_SUCCESS`.
+    Success,
+    /// `IBV_WC_LOC_LEN_ERR`.
+    LocalLength,
+    /// `IBV_WC_LOC_QP_OP_ERR`.
+    LocalQpOperation,
+    /// `IBV_WC_LOC_EEC_OP_ERR`.
+    LocalEecOperation,
+    /// `IBV_WC_LOC_PROT_ERR`.
+    LocalProtection,
+    /// `IBV_WC_WR_FLUSH_ERR`: the QP went to the error state with this WR outstanding.
+    WrFlush,
+    /// `IBV_WC_MW_BIND_ERR`.
+    MwBind,
+    /// `IBV_WC_BAD_RESP_ERR`.
+    BadResponse,
+    /// `IBV_WC_LOC_ACCESS_ERR`.
+    LocalAccess,
+    /// `IBV_WC_REM_INV_REQ_ERR`.
+    RemoteInvalidRequest,
+    /// `IBV_WC_REM_ACCESS_ERR`.
+    RemoteAccess,
+    /// `IBV_WC_REM_OP_ERR`.
+    RemoteOperation,
+    /// `IBV_WC_RETRY_EXC_ERR`: the transport's retries ran out (the peer did not answer).
+    RetryExceeded,
+    /// `IBV_WC_RNR_RETRY_EXC_ERR`: the peer had no RECV posted, retries ran out.
+    RnrRetryExceeded,
+    /// Another status (`ibv_wc_status` value).
+    Other(u32),
+}
+
+impl WcStatus {
+    /// The status of an `ibv_wc_status` value.
+    pub fn from_raw(raw: u32) -> WcStatus {
+        use WcStatus::*;
+        match raw {
+            0 => Success,
+            1 => LocalLength,
+            2 => LocalQpOperation,
+            3 => LocalEecOperation,
+            4 => LocalProtection,
+            5 => WrFlush,
+            6 => MwBind,
+            7 => BadResponse,
+            8 => LocalAccess,
+            9 => RemoteInvalidRequest,
+            10 => RemoteAccess,
+            11 => RemoteOperation,
+            12 => RetryExceeded,
+            13 => RnrRetryExceeded,
+            n => Other(n),
+        }
+    }
+
+    /// The `ibv_wc_status` value.
+    pub fn raw(self) -> u32 {
+        use WcStatus::*;
+        match self {
+            Success => 0,
+            LocalLength => 1,
+            LocalQpOperation => 2,
+            LocalEecOperation => 3,
+            LocalProtection => 4,
+            WrFlush => 5,
+            MwBind => 6,
+            BadResponse => 7,
+            LocalAccess => 8,
+            RemoteInvalidRequest => 9,
+            RemoteAccess => 10,
+            RemoteOperation => 11,
+            RetryExceeded => 12,
+            RnrRetryExceeded => 13,
+            Other(n) => n,
+        }
+    }
+
+    /// The name libibverbs gives it (`ibv_wc_status_str`), e.g. "remote access error".
+    pub fn name(self) -> &'static str {
+        crate::sys::wc_status_str(self.raw())
+    }
+}
+
+impl fmt::Display for WcStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl fmt::Display for Error {
@@ -254,8 +314,8 @@ impl fmt::Display for Error {
             }
             Error::Completion { status, opcode, wr_id, vendor_err } => write!(
                 f,
-                "work completion error: {} (status {status}, opcode {opcode}, wr_id {wr_id}, vendor_err {vendor_err:#x})",
-                wc_status_name(*status)
+                "work completion error: {status} (status {}, opcode {opcode}, wr_id {wr_id}, vendor_err {vendor_err:#x})",
+                status.raw()
             ),
             Error::Config(msg) | Error::Usage(msg) | Error::Protocol(msg) | Error::Stopped(msg) => {
                 f.write_str(msg)
@@ -331,12 +391,12 @@ mod tests {
     #[test]
     fn completion_error_names_the_status() {
         let e = Error::Completion {
-            status: 10,
+            status: WcStatus::from_raw(10),
             opcode: 0,
             wr_id: 7,
             vendor_err: 0x88,
         };
-        assert_eq!(e.completion_status(), Some(10));
+        assert_eq!(e.completion_status(), Some(WcStatus::RemoteAccess));
         assert_eq!(
             e.to_string(),
             "work completion error: remote access error (status 10, opcode 0, wr_id 7, vendor_err 0x88)"

@@ -19,3 +19,18 @@
 #![allow(unsafe_op_in_unsafe_fn)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+
+/// `ibv_wc_status_str`: libibverbs' name of a completion status ("unknown" for values it does
+/// not know). Safe: the function takes any value and returns a static string.
+pub(crate) fn wc_status_str(status: u32) -> &'static str {
+    // SAFETY: ibv_wc_status_str accepts any value and returns a pointer to a static,
+    // NUL-terminated string (or NULL, handled below).
+    let p = unsafe { ibv_wc_status_str(status as ibv_wc_status::Type) };
+    if p.is_null() {
+        return "unknown status";
+    }
+    // SAFETY: non-NULL: a static C string that lives as long as the library.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_str()
+        .unwrap_or("unknown status")
+}

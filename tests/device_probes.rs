@@ -227,7 +227,7 @@ fn write_flush_client_prints_percentiles() {
 
 #[test]
 fn one_doorbell_mixes_inlined_writes_and_reads() {
-    const T: PollTimeout = PollTimeout(std::time::Duration::from_secs(10));
+    let t = PollTimeout::new(rdma_bench::control::Attention::detached());
     let e = env();
     let (mut a, b) = pair(&e, QpType::Rc, false);
     let remote = |s: &Side| Remote {
@@ -260,7 +260,7 @@ fn one_doorbell_mixes_inlined_writes_and_reads() {
             a.mr.store_u64(i * 64, round * 10 + i as u64);
         }
         batch.post(&mut a.qp).unwrap();
-        poll_one(a.qp.send_cq(), T).unwrap();
+        poll_one(a.qp.send_cq(), t).unwrap();
         for i in 0..2 {
             assert_eq!(b.mr.load_u64(i * 64), round * 10 + i as u64, "WRITE {i}");
             assert_eq!(

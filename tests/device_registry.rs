@@ -58,7 +58,11 @@ fn peer(
     let mut batch = SendBatch::new(&mut s.qp, &s.mr, spec, Some(r)).unwrap();
     batch.set_signaled(0, true);
     batch.post(&mut s.qp).unwrap();
-    poll_one(s.qp.send_cq(), PollTimeout::default()).unwrap();
+    poll_one(
+        s.qp.send_cq(),
+        PollTimeout::new(rdma_bench::control::Attention::detached()),
+    )
+    .unwrap();
 
     // The server announces its WRITE only after it saw the client's, and outlives the client
     // (the caller waits for the child's exit), so no marker is deleted before it is read.

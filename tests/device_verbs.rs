@@ -15,7 +15,11 @@ use rdma_bench::verbs::{AddressHandle, MemoryRegion, Port, QpType, QueuePair, Wo
 #[cfg(has_wr_api)]
 use rdma_bench::verbs::{Payload, Wr};
 
-const T: PollTimeout = PollTimeout(std::time::Duration::from_secs(10));
+/// The bound of every poll here: 10 s, in a run of its own (nothing stops it).
+fn t() -> PollTimeout {
+    static T: std::sync::OnceLock<PollTimeout> = std::sync::OnceLock::new();
+    *T.get_or_init(|| PollTimeout::new(rdma_bench::control::Attention::detached()))
+}
 
 fn remote(s: &Side) -> Remote {
     Remote {
@@ -49,7 +53,7 @@ fn fill(s: &Side, off: usize, len: usize, seed: u8) -> Vec<u8> {
 fn run_one(batch: &mut SendBatch, qp: &mut QueuePair) -> WorkCompletion {
     batch.set_signaled(0, true);
     batch.post(qp).expect("post");
-    poll_one(qp.send_cq(), T).expect("completion")
+    poll_one(qp.send_cq(), t()).expect("completion")
 }
 
 #[test]
@@ -100,7 +104,7 @@ fn rc_send_recv_and_send_with_imm() {
     let mut imm = SendBatch::new(&mut a.qp, &a.mr, s, None).unwrap();
     run_one(&mut imm, &mut a.qp);
     let mut wcs = [WorkCompletion::default(); 2];
-    poll_exact(b.qp.recv_cq(), &mut wcs, T).unwrap();
+    poll_exact(b.qp.recv_cq(), &mut wcs, t()).unwrap();
     assert_eq!((wcs[0].byte_len(), wcs[0].imm_data()), (100, None));
     assert_eq!((wcs[1].byte_len(), wcs[1].imm_data()), (200, Some(3185)));
     assert_eq!(&b.bytes()[..100], &d1[..]);
@@ -118,7 +122,7 @@ fn rc_write_with_imm_consumes_a_recv() {
     s.remote_offset = 256;
     let mut batch = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
     run_one(&mut batch, &mut a.qp);
-    let wc = poll_one(b.qp.recv_cq(), T).unwrap();
+    let wc = poll_one(b.qp.recv_cq(), t()).unwrap();
     assert_eq!(wc.imm_data(), Some(0xdead_beef));
     assert_eq!(&b.bytes()[256..304], &data[..]);
 }
@@ -200,7 +204,7 @@ fn ud_send_lands_after_the_grh() {
     )
     .unwrap();
     run_one(&mut batch, &mut a.qp);
-    let wc = poll_one(b.qp.recv_cq(), T).unwrap();
+    let wc = poll_one(b.qp.recv_cq(), t()).unwrap();
     assert!(wc.has_grh());
     assert_eq!(wc.byte_len() as usize, GRH_BYTES + 256);
     assert_eq!(wc.imm_data(), Some(3185));
@@ -222,7 +226,7 @@ fn doorbell_batch_of_16_in_one_post() {
     }
     batch.post(&mut a.qp).unwrap(); // one call, sixteen WRs
     let mut wcs = [WorkCompletion::default(); 16];
-    poll_exact(a.qp.send_cq(), &mut wcs, T).unwrap();
+    poll_exact(a.qp.send_cq(), &mut wcs, t()).unwrap();
     let ids: Vec<u64> = wcs.iter().map(|w| w.wr_id()).collect();
     assert_eq!(ids, (100..116).collect::<Vec<u64>>());
     for i in 0..16 {
@@ -246,11 +250,11 @@ fn ten_thousand_selectively_signaled_writes_never_overflow() {
     // Queue depth 256 (see common::side) ≥ 2 × 64.
     let mut counter = UnsignaledCounter::new(64);
     for _ in 0..10_000 / 16 {
-        batch.post_selective(&mut a.qp, &mut counter, T).unwrap();
+        batch.post_selective(&mut a.qp, &mut counter, t()).unwrap();
     }
     assert_eq!(counter.posted(), 10_000);
     // Reap the last signaled WR: everything before it is done too (RC completes in order).
-    poll_one(a.qp.send_cq(), T).unwrap();
+    poll_one(a.qp.send_cq(), t()).unwrap();
     let mut extra = [WorkCompletion::default(); 4];
     assert_eq!(
         a.qp.send_cq().poll(&mut extra).unwrap(),
@@ -292,7 +296,7 @@ fn write_and_read_through_the_wr_api() {
     })
     .unwrap();
     g.complete().unwrap();
-    let wc = poll_one(a.qp.send_cq(), T).unwrap();
+    let wc = poll_one(a.qp.send_cq(), t()).unwrap();
     assert_eq!(wc.wr_id(), 2);
     assert_eq!(&b.bytes()[4096..6144], &data[..]);
     assert_eq!(&b.bytes()[..MSG.len()], MSG);
@@ -335,7 +339,7 @@ fn write_and_read_through_the_wr_api() {
     );
     g.push(read).unwrap();
     g.complete().unwrap();
-    assert_eq!(poll_one(a.qp.send_cq(), T).unwrap().wr_id(), 3);
+    assert_eq!(poll_one(a.qp.send_cq(), t()).unwrap().wr_id(), 3);
     assert_eq!(&a.bytes()[8192..10240], &data[..]);
 
     // A guard dropped without complete() aborts: nothing of it is posted.
@@ -369,8 +373,12 @@ fn wrong_rkey_is_a_remote_access_error() {
     let mut batch = SendBatch::new(&mut a.qp, &a.mr, spec(Op::Write, 64), Some(r)).unwrap();
     batch.set_signaled(0, true);
     batch.post(&mut a.qp).unwrap();
-    let err = poll_one(a.qp.send_cq(), T).unwrap_err();
-    assert_eq!(err.completion_status(), Some(10), "{err}"); // IBV_WC_REM_ACCESS_ERR
+    let err = poll_one(a.qp.send_cq(), t()).unwrap_err();
+    assert_eq!(
+        err.completion_status(),
+        Some(rdma_bench::WcStatus::RemoteAccess),
+        "{err}"
+    );
     assert!(err.to_string().contains("remote access error"), "{err}");
 }
 
@@ -481,7 +489,8 @@ fn a_batch_posted_on_another_qp_is_refused() {
 }
 
 /// The pump (the throughput loop) posts exactly what it is asked, signals one WR per
-/// unsig_batch and leaves exactly one CQE per signaled WR.
+/// unsig_batch, looks at the run's attention once per stretch (it returns at every stretch while
+/// the attention is raised) and leaves exactly one CQE per signaled WR.
 #[test]
 fn the_pump_signals_one_wr_per_unsig_batch() {
     let e = env();
@@ -490,20 +499,34 @@ fn the_pump_signals_one_wr_per_unsig_batch() {
     s.inline = true;
     let mut batch = SendBatch::new(&mut a.qp, &a.mr, s, Some(remote(&b))).unwrap();
     let mut counter = UnsignaledCounter::new(16);
-    let mut stretches = 0;
-    let ops = rdma_bench::hot::pump(&mut a.qp, &mut batch, &mut counter, 1000, T, |_| {
+    let counters = rdma_bench::stats::Counters::new(1);
+    // Raised from the start: every stretch ends the call.
+    let raised = rdma_bench::control::Attention::detached();
+    raised.request_stop();
+    let timeout = PollTimeout::new(raised);
+    let (mut ops, mut stretches) = (0, 0);
+    while ops < 1000 {
+        ops = rdma_bench::hot::pump(
+            &mut a.qp,
+            &mut batch,
+            &mut counter,
+            ops,
+            1000,
+            timeout,
+            counters.tally(0),
+        )
+        .unwrap();
         stretches += 1;
-        true
-    })
-    .unwrap();
+        assert_eq!(counters.get(0), ops, "the tally follows the pump");
+    }
     assert_eq!(ops, 1000);
     assert_eq!(counter.posted(), 1000);
-    // 1000 WRs, one signaled every 16: 63 signaled, the pump asked once per stretch.
+    // 1000 WRs, one signaled every 16: 63 signaled, one stretch each.
     assert!(
         (62..=64).contains(&stretches),
         "{stretches} stretches for 1000 ops"
     );
-    counter.drain(a.qp.send_cq(), T).unwrap();
+    counter.drain(a.qp.send_cq(), t()).unwrap();
     let mut extra = [WorkCompletion::default(); 4];
     assert_eq!(a.qp.send_cq().poll(&mut extra).unwrap(), 0);
 }

@@ -422,12 +422,14 @@ fn a_silent_registry_is_a_timeout_not_an_os_error() {
 fn a_stop_request_ends_a_wait_at_once() {
     let m = Memcached::start();
     let r = Registry::connect(Some(&m.addr())).unwrap();
+    let stopped = rdma_bench::control::Attention::detached();
+    stopped.request_stop();
     let t0 = Instant::now();
     let e = r
         .wait_for(
             "server-0",
             WaitOptions {
-                stop: Some(|| true),
+                stop: Some(stopped),
                 ..quick(60_000)
             },
         )

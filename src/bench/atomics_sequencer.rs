@@ -12,19 +12,21 @@
 
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::common::{all_connected, flag01, require, CommonArgs, QueueArgs, Topology};
-use super::endpoint::{idle_until_peer_done, publish_done, Endpoint, EndpointSpec};
-use super::region_ports;
-use super::runner::{run_threads, Role};
-use super::seq_verify::mix;
-use crate::control::{stop_requested, stopped_by_signal};
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec};
-use crate::registry::Registry;
-use crate::stats::{Counters, RunInfo};
-use crate::verbs::{Access, Port, QpType};
+use crate::framework::region::{self, RegionPort};
+use crate::framework::seq_verify::mix;
+use crate::framework::{
+    self, flag01, idle_until_peer_done, publish_done, require, Benchmark, CommonArgs, Endpoint,
+    EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role, RoleSpec, ThreadCtx, Topology,
+};
+use crate::hot::{
+    poll_one, Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec, UnsignaledCounter,
+};
+use crate::registry::{PeerWatch, Registry};
+use crate::stats::RunInfo;
+use crate::verbs::{Access, Port, QpType, QueuePair};
 
 /// DrTM's atomic field inside a 64-byte key-value slot (16-byte key, then version and lock).
 const DRTM_ATOMIC_OFFSET: u64 = 24;
@@ -39,7 +41,7 @@ const DRTM_ATOMIC_OFFSET: u64 = 24;
     about = "RDMA atomics on an array of counters, an atomics-based sequencer (--use-random 0), \
 or DrTM-KV's READ/atomic mix (ATC'16 rdma_bench)"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub topo: Topology,
@@ -89,7 +91,7 @@ pub struct Args {
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(a: &Args) -> Result<()> {
+pub(crate) fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
     a.topo.check()?;
     a.queue.check(a.postlist, a.max_postlist)?;
@@ -130,34 +132,34 @@ pub fn validate(a: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs atomics-sequencer.
-pub fn run(a: Args) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = Args::parse();
     validate(&a)?;
     let reg = a.common.registry()?;
-    let first_id = a.topo.first_id();
-    let info = RunInfo {
-        bench: "atomics-sequencer",
-        role: a.topo.role_name(),
-        op: if a.emulate_drtm { "DRTM" } else { "FETCH_ADD" },
-        size: 8,
-        postlist: u64::from(a.postlist),
-        first_id,
-        json: a.common.json,
-    };
     if a.topo.is_client {
-        println!("main: Using {} threads", a.topo.threads());
-        run_threads(
-            info,
-            Role::Counting,
-            a.topo.threads(),
-            &a.common,
-            |t, counters| client(&a, &reg, first_id + t, t, counters),
-        )?;
+        framework::run(&Clients { a: &a, reg }, &a.common)?;
     } else {
-        println!("main: Using 1 threads");
-        run_threads(info, Role::Passive, 1, &a.common, |_, _| server(&a, &reg))?;
+        framework::run(&Server { a: &a, reg }, &a.common)?;
     }
     Ok(())
+}
+
+impl Args {
+    fn info(&self) -> RunInfo {
+        RunInfo {
+            bench: BENCH.name,
+            role: self.topo.role_name(),
+            op: if self.emulate_drtm {
+                "DRTM"
+            } else {
+                "FETCH_ADD"
+            },
+            size: 8,
+            postlist: u64::from(self.postlist),
+            first_id: self.topo.first_id(),
+            json: self.common.json,
+        }
+    }
 }
 
 /// Refuses a device without atomics, by name.
@@ -180,79 +182,118 @@ fn counter_offset(a: &Args, index: u64) -> u64 {
         }
 }
 
-fn server(a: &Args, reg: &Arc<Registry>) -> Result<()> {
-    let access = Access::LOCAL_WRITE
-        | Access::REMOTE_ATOMIC
-        | if a.emulate_drtm {
-            Access::REMOTE_READ
-        } else {
-            Access::NONE
-        };
-    let ports = region_ports::open(
-        &a.common,
-        a.num_server_ports,
-        a.shm_key,
-        a.buf_size,
-        access,
-        a.num_clients * a.qps_per_client,
-        need_atomics,
-    )?;
-    let mut qps = Vec::new();
-    let mut client_runs = Vec::new();
-    let mut watches = Vec::new();
-    for c in 0..a.num_clients {
-        let p = c % a.num_server_ports;
-        for j in 0..a.qps_per_client {
-            let me = format!("server-{p}-{}", c * a.qps_per_client + j);
-            let (qp, remote) =
-                ports[p].accept(QpType::Rc, reg, &me, &format!("client-{c}-{j}"), &a.common)?;
-            if j == 0 {
-                client_runs.push(remote.run_id);
-                // A client killed mid-run leaves no done marker: the run ends as "peer lost".
-                watches.push(reg.watch(
-                    &format!("client-{c}-0"),
-                    remote.run_id,
-                    &format!("client-{c}"),
-                ));
-            }
-            qps.push(qp);
-        }
-        println!(
-            "main: Server connected client {c} ({} QPs)",
-            a.qps_per_client
-        );
+/// The server: one thread that exposes the counters to every client's QPs and waits.
+struct Server<'a> {
+    a: &'a Args,
+    reg: Arc<Registry>,
+}
+
+/// The server's region and its clients' connections.
+struct Counted {
+    ports: Vec<RegionPort>,
+    qps: Vec<QueuePair>,
+    client_runs: Vec<u64>,
+    _watches: Vec<PeerWatch>,
+}
+
+impl Role for Server<'_> {
+    type Thread = Counted;
+
+    fn plan(&self) -> Plan {
+        Plan::passive(self.a.info(), 1)
     }
-    for (c, run) in client_runs.iter().enumerate() {
-        idle_until_peer_done(reg, &format!("client-{c}"), *run)?;
-    }
-    let mr = &ports[0].mr;
-    let slots = (a.buf_size / a.stride) as u64;
-    let total = (0..slots)
-        .filter(|&i| counter_offset(a, i) + 8 <= a.buf_size as u64)
-        .fold(0u64, |s, i| {
-            s.wrapping_add(mr.load_u64(counter_offset(a, i) as usize))
-        });
-    println!("main: Counter = {total} (sum of all counters)");
-    if a.common.verify && stopped_by_signal() {
-        println!("main: verify skipped: stopped by a signal before every client could report");
-    } else if a.common.verify {
-        let mut atomics = 0u64;
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Counted> {
+        let (a, reg) = (self.a, &self.reg);
+        let access = Access::LOCAL_WRITE
+            | Access::REMOTE_ATOMIC
+            | if a.emulate_drtm {
+                Access::REMOTE_READ
+            } else {
+                Access::NONE
+            };
+        let ports = region::open(
+            &a.common,
+            a.num_server_ports,
+            a.shm_key,
+            a.buf_size,
+            access,
+            a.num_clients * a.qps_per_client,
+            need_atomics,
+        )?;
+        let mut qps = Vec::new();
+        let mut client_runs = Vec::new();
+        let mut watches = Vec::new();
         for c in 0..a.num_clients {
-            let rec = reg
-                .lookup_result(&format!("client-{c}"))?
-                .filter(|r| r.get("server_run") == Some(reg.run_id()))
-                .ok_or_else(|| Error::Verify(format!("client {c} did not report its atomics")))?;
-            atomics += rec.get("atomics").unwrap_or(0);
+            let p = c % a.num_server_ports;
+            for j in 0..a.qps_per_client {
+                let me = format!("server-{p}-{}", c * a.qps_per_client + j);
+                let peer = format!("client-{c}-{j}");
+                let (qp, remote) = ports[p].accept(QpType::Rc, reg, &me, &peer, ctx.wait())?;
+                if j == 0 {
+                    client_runs.push(remote.run_id);
+                    // A client killed mid-run leaves no done marker: the run ends as "peer lost".
+                    watches.push(reg.watch(
+                        &format!("client-{c}-0"),
+                        remote.run_id,
+                        &format!("client-{c}"),
+                    ));
+                }
+                qps.push(qp);
+            }
+            println!(
+                "main: Server connected client {c} ({} QPs)",
+                a.qps_per_client
+            );
         }
-        if total != atomics {
-            return Err(Error::Verify(format!(
-                "the counters add up to {total}, but the clients completed {atomics} FETCH_AND_ADD(1)s"
-            )));
-        }
-        println!("main: verify ok: the counters add up to the {atomics} FETCH_AND_ADDs the clients completed");
+        Ok(Counted {
+            ports,
+            qps,
+            client_runs,
+            _watches: watches,
+        })
     }
-    drop(qps);
-    Ok(())
+
+    fn measure(&self, s: &mut Counted, m: &mut Meter<'_>) -> Result<()> {
+        for (c, run) in s.client_runs.iter().enumerate() {
+            idle_until_peer_done(&self.reg, &format!("client-{c}"), *run, m)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&self, s: Counted, ctx: &ThreadCtx<'_>) -> Result<()> {
+        let (a, reg) = (self.a, &self.reg);
+        let mr = &s.ports[0].mr;
+        let slots = (a.buf_size / a.stride) as u64;
+        let total = (0..slots)
+            .filter(|&i| counter_offset(a, i) + 8 <= a.buf_size as u64)
+            .fold(0u64, |s, i| {
+                s.wrapping_add(mr.load_u64(counter_offset(a, i) as usize))
+            });
+        println!("main: Counter = {total} (sum of all counters)");
+        if a.common.verify && ctx.attention.stopped_by_signal() {
+            println!("main: verify skipped: stopped by a signal before every client could report");
+        } else if a.common.verify {
+            let mut atomics = 0u64;
+            for c in 0..a.num_clients {
+                let rec = reg
+                    .lookup_result(&format!("client-{c}"))?
+                    .filter(|r| r.get("server_run") == Some(reg.run_id()))
+                    .ok_or_else(|| {
+                        Error::Verify(format!("client {c} did not report its atomics"))
+                    })?;
+                atomics += rec.get("atomics").unwrap_or(0);
+            }
+            if total != atomics {
+                return Err(Error::Verify(format!(
+                    "the counters add up to {total}, but the clients completed {atomics} FETCH_AND_ADD(1)s"
+                )));
+            }
+            println!("main: verify ok: the counters add up to the {atomics} FETCH_AND_ADDs the clients completed");
+        }
+        drop(s.qps);
+        Ok(())
+    }
 }
 
 /// libhrd's hrd_fastrand: a 64-bit LCG, upper half out.
@@ -262,129 +303,212 @@ fn fastrand(seed: &mut u64) -> u32 {
     (*seed >> 32) as u32
 }
 
-fn client(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters) -> Result<()> {
-    let port = a
-        .common
-        .open_port(a.common.port_index + id % a.num_client_ports)?;
-    need_atomics(&port)?;
-    let spec = EndpointSpec {
-        qp_type: QpType::Rc,
-        queue_depth: a.queue.queue_depth,
-        recv_depth: 1,
-        max_inline: 0,
-        buf_size: 4096,
-        fill: 0,
-        ex: false,
-        // READ data and atomics' old values land here; nothing remote comes in.
-        access: Some(Access::LOCAL_WRITE),
-    };
-    let mut eps = Vec::new();
-    let mut batches = Vec::new();
-    let mut server_run = 0;
-    let me = format!("client-{id}");
-    for j in 0..a.qps_per_client {
-        let peer = format!(
+/// The clients: each thread posts postlists of atomics (or DrTM's mix) over its QPs in turn.
+struct Clients<'a> {
+    a: &'a Args,
+    reg: Arc<Registry>,
+}
+
+/// A client thread's QPs and their prebuilt postlists.
+struct Client {
+    id: usize,
+    me: String,
+    eps: Vec<Endpoint>,
+    batches: Vec<SendBatch>,
+    sig: Vec<UnsignaledCounter>,
+    server_run: u64,
+    _watch: PeerWatch,
+    atomics: u64,
+    reads: u64,
+}
+
+impl Role for Clients<'_> {
+    type Thread = Client;
+
+    fn plan(&self) -> Plan {
+        Plan::counting(self.a.info(), self.a.topo.threads())
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Client> {
+        let (a, reg) = (self.a, &self.reg);
+        let id = ctx.global_id;
+        let port = ctx.open_port(a.common.port_index + id % a.num_client_ports)?;
+        need_atomics(&port)?;
+        let spec = EndpointSpec {
+            qp_type: QpType::Rc,
+            queue_depth: a.queue.queue_depth,
+            recv_depth: 1,
+            max_inline: 0,
+            buf_size: 4096,
+            fill: 0,
+            ex: false,
+            // READ data and atomics' old values land here; nothing remote comes in.
+            access: Some(Access::LOCAL_WRITE),
+        };
+        let mut eps = Vec::new();
+        let mut batches = Vec::new();
+        let mut server_run = 0;
+        let me = format!("client-{id}");
+        for j in 0..a.qps_per_client {
+            let peer = format!(
+                "server-{}-{}",
+                id % a.num_server_ports,
+                id * a.qps_per_client + j
+            );
+            let placement = a.common.placement();
+            let (mut ep, remote) = Endpoint::meet(
+                &port,
+                spec,
+                placement,
+                reg,
+                &format!("{me}-{j}"),
+                &peer,
+                ctx.wait(),
+            )?;
+            server_run = remote.run_id;
+            let remote = Remote::of(&remote.info);
+            let (op, size) = if a.emulate_drtm {
+                (Op::Read, 64)
+            } else {
+                (Op::FetchAdd(1), 8)
+            };
+            let send = SendSpec {
+                op,
+                postlist: a.postlist as usize,
+                size,
+                stride: 0,
+                local_offset: 0,
+                remote_offset: 0,
+                inline: false,
+            };
+            let (qp, mr) = ep.parts();
+            batches.push(SendBatch::new(qp, mr, send, Some(remote))?);
+            eps.push(ep);
+        }
+        let server0 = format!(
             "server-{}-{}",
             id % a.num_server_ports,
-            id * a.qps_per_client + j
+            id * a.qps_per_client
         );
-        let (mut ep, remote) = Endpoint::meet(
-            &port,
-            spec,
-            a.common.placement(),
-            reg,
-            &format!("{me}-{j}"),
-            &peer,
-            a.common.wait(),
-        )?;
-        server_run = remote.run_id;
-        let remote = Remote::of(&remote.info);
-        let (op, size) = if a.emulate_drtm {
-            (Op::Read, 64)
-        } else {
-            (Op::FetchAdd(1), 8)
-        };
-        let send = SendSpec {
-            op,
-            postlist: a.postlist as usize,
-            size,
-            stride: 0,
-            local_offset: 0,
-            remote_offset: 0,
-            inline: false,
-        };
-        let (qp, mr) = ep.parts();
-        batches.push(SendBatch::new(qp, mr, send, Some(remote))?);
-        eps.push(ep);
+        let watch = reg.watch(&server0, server_run, &server0);
+        Ok(Client {
+            id,
+            me,
+            eps,
+            batches,
+            sig: (0..a.qps_per_client).map(|_| a.queue.counter()).collect(),
+            server_run,
+            _watch: watch,
+            atomics: 0,
+            reads: 0,
+        })
     }
-    let server0 = format!(
-        "server-{}-{}",
-        id % a.num_server_ports,
-        id * a.qps_per_client
-    );
-    let _watch = reg.watch(&server0, server_run, &server0);
-    let slots = (a.buf_size / a.stride) as u64;
-    let mut seed = 0xdead_beef ^ mix(id as u64);
-    let mut sig: Vec<_> = (0..a.qps_per_client).map(|_| a.queue.counter()).collect();
-    let timeout = PollTimeout::default();
-    let (mut ops, mut atomics, mut reads) = (0u64, 0u64, 0u64);
-    let mut q = 0;
-    all_connected(counters)?;
-    counters.start(t);
-    while !stop_requested() && ops < a.common.op_limit() {
-        for i in 0..a.postlist as usize {
-            // DrTM: 2U atomics for every 100 − U READs (two atomics per PUT).
-            let atomic = !a.emulate_drtm
-                || u64::from(fastrand(&mut seed)) % (100 + a.update_percentage)
-                    < 2 * a.update_percentage;
-            let index = if a.use_random {
-                u64::from(fastrand(&mut seed)) % slots
-            } else {
-                0
-            };
-            if atomic {
-                batches[q].retarget(i, Op::FetchAdd(1), counter_offset(a, index))?;
-                atomics += 1;
-            } else {
-                batches[q].retarget(i, Op::Read, index * a.stride as u64)?;
-                reads += 1;
+
+    fn measure(&self, c: &mut Client, m: &mut Meter<'_>) -> Result<()> {
+        let a = self.a;
+        let slots = (a.buf_size / a.stride) as u64;
+        let mut seed = 0xdead_beef ^ mix(c.id as u64);
+        let timeout = m.poll_timeout();
+        let mut ops = 0u64;
+        let mut q = 0;
+        m.start();
+        while m.checkpoint() && ops < a.common.op_limit() {
+            for i in 0..a.postlist as usize {
+                // DrTM: 2U atomics for every 100 − U READs (two atomics per PUT).
+                let atomic = !a.emulate_drtm
+                    || u64::from(fastrand(&mut seed)) % (100 + a.update_percentage)
+                        < 2 * a.update_percentage;
+                let index = if a.use_random {
+                    u64::from(fastrand(&mut seed)) % slots
+                } else {
+                    0
+                };
+                if atomic {
+                    c.batches[q].retarget(i, Op::FetchAdd(1), counter_offset(a, index))?;
+                    c.atomics += 1;
+                } else {
+                    c.batches[q].retarget(i, Op::Read, index * a.stride as u64)?;
+                    c.reads += 1;
+                }
             }
+            c.batches[q].post_selective(c.eps[q].qp_mut(), &mut c.sig[q], timeout)?;
+            ops += u64::from(a.postlist);
+            m.count(ops);
+            q = if q + 1 == c.eps.len() { 0 } else { q + 1 };
         }
-        batches[q].post_selective(eps[q].qp_mut(), &mut sig[q], timeout)?;
-        ops += u64::from(a.postlist);
-        counters.set(t, ops);
-        q = if q + 1 == eps.len() { 0 } else { q + 1 };
+        Ok(())
     }
-    counters.stop(t);
-    if stopped_by_signal() {
-        // The server is most likely being stopped too: nothing to fence or verify.
-        return publish_done(reg, &me);
+
+    fn finish(&self, mut c: Client, ctx: &ThreadCtx<'_>) -> Result<()> {
+        let (a, reg) = (self.a, &self.reg);
+        if ctx.attention.stopped_by_signal() {
+            // The server is most likely being stopped too: nothing to fence or verify.
+            return publish_done(reg, &c.me);
+        }
+        // Every FETCH_AND_ADD executed before we report: reap, then one signaled FETCH_AND_ADD(0)
+        // per QP, whose completion (RC completes in order) covers all before it.
+        let timeout = PollTimeout::new(ctx.attention);
+        for (j, ep) in c.eps.iter_mut().enumerate() {
+            c.sig[j].drain(ep.qp().send_cq(), timeout)?;
+            let remote = c.batches[j]
+                .remote()
+                .ok_or_else(|| Error::protocol("batch lost its remote"))?;
+            let fence = SendSpec {
+                op: Op::FetchAdd(0),
+                postlist: 1,
+                size: 8,
+                stride: 0,
+                local_offset: 0,
+                remote_offset: counter_offset(a, 0),
+                inline: false,
+            };
+            let (qp, mr) = ep.parts();
+            let mut b = SendBatch::new(qp, mr, fence, Some(remote))?;
+            b.set_signaled(0, true);
+            b.post(qp)?;
+            poll_one(qp.send_cq(), timeout)?;
+        }
+        println!(
+            "main: Client {}: {} atomics, {} READs",
+            c.id, c.atomics, c.reads
+        );
+        if a.common.verify {
+            reg.publish_result(
+                &c.me,
+                &[("server_run", c.server_run), ("atomics", c.atomics)],
+            )?;
+        }
+        publish_done(reg, &c.me)
     }
-    // Every FETCH_AND_ADD executed before we report: reap, then one signaled FETCH_AND_ADD(0)
-    // per QP, whose completion (RC completes in order) covers all before it.
-    for (j, ep) in eps.iter_mut().enumerate() {
-        sig[j].drain(ep.qp().send_cq(), timeout)?;
-        let remote = batches[j]
-            .remote()
-            .ok_or_else(|| Error::protocol("batch lost its remote"))?;
-        let fence = SendSpec {
-            op: Op::FetchAdd(0),
-            postlist: 1,
-            size: 8,
-            stride: 0,
-            local_offset: 0,
-            remote_offset: counter_offset(a, 0),
-            inline: false,
-        };
-        let (qp, mr) = ep.parts();
-        let mut b = SendBatch::new(qp, mr, fence, Some(remote))?;
-        b.set_signaled(0, true);
-        b.post(qp)?;
-        poll_one(qp.send_cq(), timeout)?;
-    }
-    println!("main: Client {id}: {atomics} atomics, {reads} READs");
-    if a.common.verify {
-        reg.publish_result(&me, &[("server_run", server_run), ("atomics", atomics)])?;
-    }
-    publish_done(reg, &me)
 }
+
+/// atomics-sequencer.
+pub static BENCH: Benchmark = Benchmark {
+    name: "atomics-sequencer",
+    family: Family::Application,
+    roles: &[
+        RoleSpec {
+            name: "server",
+            flags: &[],
+            counts: false,
+            outlives: true,
+            num_threads: false,
+        },
+        RoleSpec {
+            name: "client",
+            flags: &["--is-client", "1"],
+            counts: true,
+            outlives: false,
+            num_threads: true,
+        },
+    ],
+    reports: "client",
+    op: "FETCH_ADD",
+    output: Output::Rate,
+    suite: &[
+        "--num-clients 1 --postlist 16 --buf-size 16777216",
+        "--num-clients 1 --postlist 16 --emulate-drtm 0 --use-random 0 --stride 8 --buf-size 4096",
+    ],
+    command: Args::command,
+    entry,
+};

@@ -2,13 +2,15 @@
 //! doorbell each), all to the same remote address, only the last signaled, then polls that one
 //! completion. Client threads are passive targets.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::common::{check_inline, fill_byte, flag01, require, CommonArgs, Topology};
-use super::connected::{finish_active, run_connected, verify_slots, Connected};
-use crate::control::stop_requested;
-use crate::error::Result;
-use crate::hot::{poll_one, Op, PollTimeout, SendBatch, SendSpec};
+use crate::error::{Error, Result};
+use crate::framework::{
+    self, check_inline, fill_byte, flag01, require, Benchmark, CommonArgs, Family, Meter, Output,
+    Pair, PairSpec, Plan, Role, Target, ThreadCtx, Topology,
+};
+use crate::hot::{poll_one, Op, SendBatch, SendSpec};
+use crate::verbs::QpType;
 
 /// Local slot of WR `i` of the window: `i × 64`, so READ responses of a window never overlap.
 const SLOT: usize = 64;
@@ -21,7 +23,7 @@ const SLOT: usize = 64;
     args_override_self = true,
     about = "WQE-cache-miss test (ATC'16 rdma_bench): windows of singly-posted WRs, last one signaled"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub topo: Topology,
@@ -52,7 +54,7 @@ pub struct Args {
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(a: &Args) -> Result<()> {
+pub(crate) fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
     a.topo.check()?;
     require((1..=SLOT as u64).contains(&a.size), || {
@@ -81,25 +83,59 @@ pub fn validate(a: &Args) -> Result<()> {
     })
 }
 
-/// Runs rw-allsig.
-pub fn run(a: Args) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = Args::parse();
     validate(&a)?;
-    let c = Connected {
-        bench: "rw-allsig",
+    let pair = PairSpec {
+        bench: BENCH.name,
         topo: &a.topo,
         common: &a.common,
         active: !a.topo.is_client,
-        use_uc: a.use_uc,
-        do_read: a.do_read,
+        qp_type: if a.use_uc { QpType::Uc } else { QpType::Rc },
+        op: if a.do_read { "READ" } else { "WRITE" },
         size: a.size,
         postlist: 1,
         queue_depth: a.queue_depth,
         max_inline: a.max_inline,
         buf_size: a.buf_size,
         wr_api: false,
-        written_slots: (1, 0), // every WRITE of a window lands on the same remote bytes
     };
-    run_connected(&c, |pair, global_id, t, counters| {
+    if pair.active {
+        framework::run(&Windows { a: &a, pair }, &a.common)?;
+    } else {
+        let target = Target {
+            spec: pair,
+            check_writes: !a.do_read,
+            // Every WRITE of a window lands on the same remote bytes.
+            written_slots: (1, 0),
+        };
+        framework::run(&target, &a.common)?;
+    }
+    Ok(())
+}
+
+/// The active side: windows of singly-posted WRs, the last one signaled.
+struct Windows<'a> {
+    a: &'a Args,
+    pair: PairSpec<'a>,
+}
+
+/// A posting thread: its pair and the window's WRs.
+struct Window {
+    pair: Pair,
+    batch: SendBatch,
+}
+
+impl Role for Windows<'_> {
+    type Thread = Window;
+
+    fn plan(&self) -> Plan {
+        self.pair.plan()
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Window> {
+        let a = self.a;
+        let mut pair = self.pair.connect(ctx)?;
         let send = SendSpec {
             op: if a.do_read { Op::Read } else { Op::Write },
             postlist: a.window as usize,
@@ -117,24 +153,50 @@ pub fn run(a: Args) -> Result<()> {
             batch.set_local_addr(i, mr.addr() as u64 + (i * SLOT) as u64)?;
             batch.set_signaled(i, i + 1 == batch.len());
         }
-        let timeout = PollTimeout::default();
-        let window = u64::from(a.window);
+        Ok(Window { pair, batch })
+    }
+
+    fn measure(&self, w: &mut Window, m: &mut Meter<'_>) -> Result<()> {
+        let (batch, qp) = (&mut w.batch, w.pair.ep.qp_mut());
+        let timeout = m.poll_timeout();
+        let window = u64::from(self.a.window);
+        let limit = self.a.common.op_limit();
         let mut ops = 0u64;
-        counters.start(t);
-        let limit = a.common.op_limit();
-        while !stop_requested() && ops < limit {
+        m.start();
+        while m.checkpoint() && ops < limit {
             for i in 0..batch.len() {
                 batch.post_one(qp, i)?;
             }
             poll_one(qp.send_cq(), timeout)?;
             ops += window;
-            counters.set(t, ops);
+            m.count(ops);
         }
-        counters.stop(t);
-        if a.common.verify && a.do_read {
-            let expect = fill_byte(false, global_id);
-            verify_slots(&pair.ep, batch.len(), a.size, SLOT, expect, "READ")?;
+        Ok(())
+    }
+
+    fn explain(&self, w: &Window, e: Error, measured: bool) -> Error {
+        w.pair.lost(e, measured)
+    }
+
+    fn finish(&self, w: Window, ctx: &ThreadCtx<'_>) -> Result<()> {
+        if self.a.common.verify && self.a.do_read {
+            let expect = fill_byte(false, ctx.global_id);
+            w.pair
+                .verify_slots(w.batch.len(), self.a.size, SLOT, expect, "READ")?;
         }
-        finish_active(pair)
-    })
+        w.pair.finish()
+    }
 }
+
+/// rw-allsig.
+pub static BENCH: Benchmark = Benchmark {
+    name: "rw-allsig",
+    family: Family::Microbenchmark,
+    roles: super::rw_tput::SENDER_ROLES,
+    reports: "server",
+    op: "WRITE",
+    output: Output::Rate,
+    suite: &["--size 8 --window 32 --do-read 1"],
+    command: Args::command,
+    entry,
+};

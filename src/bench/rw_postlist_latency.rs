@@ -2,14 +2,15 @@
 //! (the only one signaled). Server threads post; client threads are passive targets. Reports the
 //! average, median and 99th percentile per thread.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::common::{fill_byte, slot_stride, CommonArgs};
-use super::connected::{finish_active, run_connected, verify_slots};
 use super::rw_tput::{validate as validate_rw, RwFlags};
-use crate::control::stop_requested;
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, PollTimeout, SendBatch};
+use crate::framework::{
+    self, fill_byte, slot_stride, Benchmark, CommonArgs, Family, Meter, Output, Pair, PairSpec,
+    Plan, Role, ThreadCtx,
+};
+use crate::hot::{poll_one, SendBatch};
 use crate::stats::{CycleClock, JsonObject, LatencySummary, Stamp};
 
 /// rw-postlist-latency's command line: rw-tput's flags plus the sample count.
@@ -20,7 +21,7 @@ use crate::stats::{CycleClock, JsonObject, LatencySummary, Stamp};
     args_override_self = true,
     about = "Postlist latency (ATC'16 rdma_bench): doorbell to last completion, avg/median/99th"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub flags: RwFlags,
@@ -35,54 +36,109 @@ pub struct Args {
     pub common: CommonArgs,
 }
 
-/// Runs rw-postlist-latency.
-pub fn run(a: Args) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = Args::parse();
     let f = &a.flags;
     validate_rw(f, a.buf_size, &a.common)?;
     if a.samples == 0 {
         return Err(Error::config("samples must be at least 1"));
     }
-    let stride = slot_stride(f.size);
-    let c = f.connected(
-        "rw-postlist-latency",
-        &a.common,
-        !f.topo.is_client,
-        a.buf_size,
-    );
-    run_connected(&c, |pair, global_id, t, counters| {
+    let pair = f.pair(BENCH.name, &a.common, !f.topo.is_client, a.buf_size);
+    if pair.active {
+        framework::run(&Sampler { a: &a, pair }, &a.common)?;
+    } else {
+        framework::run(&f.target(pair), &a.common)?;
+    }
+    Ok(())
+}
+
+/// The active side: one postlist at a time, its last WR signaled, timed doorbell to completion.
+struct Sampler<'a> {
+    a: &'a Args,
+    pair: PairSpec<'a>,
+}
+
+/// A sampling thread: its pair, the postlist and the samples.
+struct Sampling {
+    pair: Pair,
+    batch: SendBatch,
+    clock: CycleClock,
+    samples: Vec<Stamp>,
+}
+
+impl Role for Sampler<'_> {
+    type Thread = Sampling;
+
+    fn plan(&self) -> Plan {
+        self.pair.plan()
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Sampling> {
+        let mut pair = self.pair.connect(ctx)?;
         let remote = pair.remote_buf();
         let (qp, mr) = pair.ep.parts();
-        let mut batch = SendBatch::new(qp, mr, f.send_spec(), Some(remote))?;
+        let mut batch = SendBatch::new(qp, mr, self.a.flags.send_spec(), Some(remote))?;
         let last = batch.len() - 1;
         batch.set_signaled(last, true);
-        let timeout = PollTimeout::default();
-        let clock = CycleClock::new();
-        let mut samples: Vec<Stamp> = Vec::with_capacity(a.samples);
-        let postlist = u64::from(f.postlist);
+        Ok(Sampling {
+            pair,
+            batch,
+            clock: CycleClock::new(),
+            samples: Vec::with_capacity(self.a.samples),
+        })
+    }
+
+    fn measure(&self, s: &mut Sampling, m: &mut Meter<'_>) -> Result<()> {
+        let (batch, qp, clock) = (&mut s.batch, s.pair.ep.qp_mut(), &s.clock);
+        let timeout = m.poll_timeout();
+        let postlist = u64::from(self.a.flags.postlist);
+        let limit = self.a.common.op_limit();
         let mut ops = 0u64;
-        counters.start(t);
-        let limit = a.common.op_limit();
-        while !stop_requested() && samples.len() < a.samples && ops < limit {
+        m.start();
+        while m.checkpoint() && s.samples.len() < self.a.samples && ops < limit {
             let t0 = clock.stamp();
             batch.post(qp)?;
             poll_one(qp.send_cq(), timeout)?;
-            samples.push(CycleClock::ticks(t0, clock.stamp()));
+            s.samples.push(CycleClock::ticks(t0, clock.stamp()));
             ops += postlist;
-            counters.set(t, ops);
+            m.count(ops);
         }
-        counters.stop(t);
-        let ticks_per_us = clock.ticks_per_us();
-        let mut samples_us: Vec<f64> = samples.iter().map(|&c| c as f64 / ticks_per_us).collect();
-        if a.common.verify && f.do_read {
-            let expect = fill_byte(false, global_id);
-            verify_slots(&pair.ep, batch.len(), f.size, stride, expect, "READ")?;
+        Ok(())
+    }
+
+    fn explain(&self, s: &Sampling, e: Error, measured: bool) -> Error {
+        s.pair.lost(e, measured)
+    }
+
+    fn finish(&self, s: Sampling, ctx: &ThreadCtx<'_>) -> Result<()> {
+        let f = &self.a.flags;
+        let ticks_per_us = s.clock.ticks_per_us();
+        let mut samples_us: Vec<f64> = s.samples.iter().map(|&c| c as f64 / ticks_per_us).collect();
+        if self.a.common.verify && f.do_read {
+            let expect = fill_byte(false, ctx.global_id);
+            let stride = slot_stride(f.size);
+            s.pair
+                .verify_slots(s.batch.len(), f.size, stride, expect, "READ")?;
         }
         if let Some(l) = LatencySummary::from_samples(&mut samples_us) {
-            report_latency(&l, global_id, a.common.json);
+            report_latency(&l, ctx.global_id, self.a.common.json);
         }
-        finish_active(pair)
-    })
+        s.pair.finish()
+    }
 }
+
+/// rw-postlist-latency.
+pub static BENCH: Benchmark = Benchmark {
+    name: "rw-postlist-latency",
+    family: Family::Microbenchmark,
+    roles: super::rw_tput::SENDER_ROLES,
+    reports: "server",
+    op: "WRITE",
+    output: Output::RateAndLatency,
+    suite: &["--size 8 --postlist 1 --samples 100000"],
+    command: Args::command,
+    entry,
+};
 
 fn report_latency(l: &LatencySummary, global_id: usize, json: bool) {
     println!(

@@ -5,22 +5,21 @@
 //! naming quirk, kept); in rw-tput-receiver the *client* threads post and the servers are the
 //! passive targets. Slot `i` of a postlist uses offset `i · round_up(size, 64)` on both sides.
 
-use clap::{Args, Parser};
+use clap::{Args, CommandFactory, Parser};
 
-use super::common::{
-    check_inline, fill_byte, flag01, require, slot_stride, CommonArgs, QueueArgs, Topology,
+use crate::error::{Error, Result};
+use crate::framework::{
+    self, check_inline, fill_byte, flag01, require, slot_stride, Benchmark, CommonArgs, Family,
+    Meter, Output, Pair, PairSpec, Plan, QueueArgs, Role, RoleSpec, Target, ThreadCtx, Topology,
 };
-use super::connected::{finish_active, run_connected, verify_slots, Connected};
-use super::endpoint::selective_loop;
-use crate::error::Result;
 #[cfg(has_wr_api)]
 use crate::hot::WrBatch;
 use crate::hot::{poll_exact, Op, PollTimeout, SendBatch, SendSpec};
-use crate::verbs::WorkCompletion;
+use crate::verbs::{QpType, WorkCompletion};
 
 /// Flags of both rw-tput benchmarks (the original's, same names and meanings).
 #[derive(Args, Debug, Clone)]
-pub struct RwFlags {
+pub(crate) struct RwFlags {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub topo: Topology,
@@ -66,27 +65,35 @@ pub enum PostApi {
 }
 
 impl RwFlags {
-    /// The shared part of a connected run with these flags.
-    pub(crate) fn connected<'a>(
+    /// The pair both sides of a run with these flags make.
+    pub(crate) fn pair<'a>(
         &'a self,
         bench: &'static str,
         common: &'a CommonArgs,
         active: bool,
         buf_size: usize,
-    ) -> Connected<'a> {
-        Connected {
+    ) -> PairSpec<'a> {
+        PairSpec {
             bench,
             topo: &self.topo,
             common,
             active,
-            use_uc: self.use_uc,
-            do_read: self.do_read,
+            qp_type: if self.use_uc { QpType::Uc } else { QpType::Rc },
+            op: if self.do_read { "READ" } else { "WRITE" },
             size: self.size,
             postlist: self.postlist,
             queue_depth: self.queue.queue_depth,
             max_inline: self.queue.max_inline,
             buf_size,
             wr_api: self.post_api == PostApi::Wr,
+        }
+    }
+
+    /// The passive side of a run with these flags: WRITEs land in `postlist` slots.
+    pub(crate) fn target<'a>(&self, pair: PairSpec<'a>) -> Target<'a> {
+        Target {
+            spec: pair,
+            check_writes: !self.do_read,
             written_slots: (self.postlist as usize, slot_stride(self.size)),
         }
     }
@@ -118,7 +125,7 @@ impl RwFlags {
     args_override_self = true,
     about = "Outbound READ/WRITE rate (ATC'16 rdma_bench): server threads post, client threads are targets"
 )]
-pub struct SenderArgs {
+pub(crate) struct SenderArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub flags: RwFlags,
@@ -138,7 +145,7 @@ pub struct SenderArgs {
     args_override_self = true,
     about = "Inbound READ/WRITE rate (ATC'16 rdma_bench): client threads post, server threads are targets"
 )]
-pub struct ReceiverArgs {
+pub(crate) struct ReceiverArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub flags: RwFlags,
@@ -150,7 +157,7 @@ pub struct ReceiverArgs {
     pub common: CommonArgs,
 }
 
-/// Which side posts.
+/// Which of the two benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Bench {
     Sender,
@@ -169,18 +176,18 @@ impl Bench {
     }
 }
 
-/// Runs rw-tput-sender.
-pub fn run_sender(a: SenderArgs) -> Result<()> {
+fn sender_main() -> Result<()> {
+    let a = SenderArgs::parse();
     run(Bench::Sender, &a.flags, a.buf_size, &a.common)
 }
 
-/// Runs rw-tput-receiver.
-pub fn run_receiver(a: ReceiverArgs) -> Result<()> {
+fn receiver_main() -> Result<()> {
+    let a = ReceiverArgs::parse();
     run(Bench::Receiver, &a.flags, a.buf_size, &a.common)
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Result<()> {
+pub(crate) fn validate(f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Result<()> {
     common.check()?;
     f.topo.check()?;
     require(f.size >= 1, || "size must be at least 1 byte".into())?;
@@ -203,50 +210,160 @@ pub fn validate(f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Result<()>
 
 fn run(bench: Bench, f: &RwFlags, buf_size: usize, common: &CommonArgs) -> Result<()> {
     validate(f, buf_size, common)?;
-    let stride = slot_stride(f.size);
     let active = f.topo.is_client == bench.client_is_active();
-    let c = f.connected(bench.name(), common, active, buf_size);
-    run_connected(&c, |pair, global_id, t, counters| {
-        let send = f.send_spec();
+    let pair = f.pair(bench.name(), common, active, buf_size);
+    if active {
+        framework::run(&Poster { f, pair }, common)?;
+    } else {
+        framework::run(&f.target(pair), common)?;
+    }
+    Ok(())
+}
+
+/// The active side: each thread posts postlists of READs or WRITEs to its peer's buffer.
+struct Poster<'a> {
+    f: &'a RwFlags,
+    pair: PairSpec<'a>,
+}
+
+/// A posting thread: its pair and the prebuilt postlist(s).
+struct Posting {
+    pair: Pair,
+    /// The classic postlist; it also makes `--verify`'s final all-signaled post on either path.
+    batch: SendBatch,
+    #[cfg(has_wr_api)]
+    wr: Option<WrBatch>,
+}
+
+impl Role for Poster<'_> {
+    type Thread = Posting;
+
+    fn plan(&self) -> Plan {
+        self.pair.plan()
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Posting> {
+        let mut pair = self.pair.connect(ctx)?;
+        let send = self.f.send_spec();
         let remote = pair.remote_buf();
         let (qp, mr) = pair.ep.parts();
         #[cfg(has_wr_api)]
-        if f.post_api == PostApi::Wr {
-            let mut wr = WrBatch::new(qp, mr, send, remote)?;
-            selective_loop(
-                qp,
-                &mut wr,
-                f.queue.counter(),
-                common.op_limit(),
-                t,
-                counters,
-            )?;
-        }
-        // The classic batch also serves --verify's final all-signaled post on either path.
-        let mut batch = SendBatch::new(qp, mr, send, Some(remote))?;
-        if f.post_api == PostApi::Classic {
-            selective_loop(
-                qp,
-                &mut batch,
-                f.queue.counter(),
-                common.op_limit(),
-                t,
-                counters,
-            )?;
-        }
-        if common.verify {
+        let wr = match self.f.post_api {
+            PostApi::Wr => Some(WrBatch::new(qp, mr, send, remote)?),
+            PostApi::Classic => None,
+        };
+        let batch = SendBatch::new(qp, mr, send, Some(remote))?;
+        Ok(Posting {
+            pair,
+            batch,
+            #[cfg(has_wr_api)]
+            wr,
+        })
+    }
+
+    fn measure(&self, p: &mut Posting, m: &mut Meter<'_>) -> Result<()> {
+        let mut counter = self.f.queue.counter();
+        let limit = self.pair.common.op_limit();
+        let qp = p.pair.ep.qp_mut();
+        #[cfg(has_wr_api)]
+        let posted = match &mut p.wr {
+            Some(wr) => m.pump(qp, wr, &mut counter, limit),
+            None => m.pump(qp, &mut p.batch, &mut counter, limit),
+        };
+        #[cfg(not(has_wr_api))]
+        let posted = m.pump(qp, &mut p.batch, &mut counter, limit);
+        posted.map(drop)
+    }
+
+    fn explain(&self, p: &Posting, e: Error, measured: bool) -> Error {
+        p.pair.lost(e, measured)
+    }
+
+    fn finish(&self, mut p: Posting, ctx: &ThreadCtx<'_>) -> Result<()> {
+        if self.pair.common.verify {
             // One more batch, all signaled: once it completes, every earlier WR has too (RC order).
+            let batch = &mut p.batch;
             for i in 0..batch.len() {
                 batch.set_signaled(i, true);
             }
-            batch.post(qp)?;
-            let mut wcs = vec![WorkCompletion::default(); batch.len()];
-            poll_exact(qp.send_cq(), &mut wcs, PollTimeout::default())?;
-            if f.do_read {
-                let expect = fill_byte(false, global_id);
-                verify_slots(&pair.ep, batch.len(), f.size, stride, expect, "READ")?;
+            let qp = p.pair.ep.qp_mut();
+            let fenced = batch.post(qp).and_then(|()| {
+                let mut wcs = vec![WorkCompletion::default(); batch.len()];
+                poll_exact(qp.send_cq(), &mut wcs, PollTimeout::new(ctx.attention))
+            });
+            fenced.map_err(|e| p.pair.lost(e, true))?;
+            if self.f.do_read {
+                let expect = fill_byte(false, ctx.global_id);
+                let stride = slot_stride(self.f.size);
+                p.pair
+                    .verify_slots(batch.len(), self.f.size, stride, expect, "READ")?;
             }
         }
-        finish_active(pair)
-    })
+        p.pair.finish()
+    }
 }
+
+/// Server threads post, client threads are passive targets (also rw-allsig's and
+/// rw-postlist-latency's roles).
+pub(super) const SENDER_ROLES: &[RoleSpec] = &[
+    RoleSpec {
+        name: "server",
+        flags: &[],
+        counts: true,
+        outlives: false,
+        num_threads: true,
+    },
+    RoleSpec {
+        name: "client",
+        flags: &["--is-client", "1"],
+        counts: false,
+        outlives: true,
+        num_threads: true,
+    },
+];
+
+/// rw-tput-sender.
+pub static SENDER: Benchmark = Benchmark {
+    name: "rw-tput-sender",
+    family: Family::Microbenchmark,
+    roles: SENDER_ROLES,
+    reports: "server",
+    op: "WRITE",
+    output: Output::Rate,
+    suite: &[
+        "--size 32 --postlist 1",
+        "--size 32 --postlist 16",
+        "--size 32 --postlist 1 --do-read 1",
+        "--size 32 --postlist 16 --do-read 1",
+    ],
+    command: SenderArgs::command,
+    entry: sender_main,
+};
+
+/// rw-tput-receiver.
+pub static RECEIVER: Benchmark = Benchmark {
+    name: "rw-tput-receiver",
+    family: Family::Microbenchmark,
+    roles: &[
+        RoleSpec {
+            name: "server",
+            flags: &[],
+            counts: false,
+            outlives: true,
+            num_threads: true,
+        },
+        RoleSpec {
+            name: "client",
+            flags: &["--is-client", "1"],
+            counts: true,
+            outlives: false,
+            num_threads: true,
+        },
+    ],
+    reports: "client",
+    op: "WRITE",
+    output: Output::Rate,
+    suite: &["--size 32 --postlist 16"],
+    command: ReceiverArgs::command,
+    entry: receiver_main,
+};

@@ -5,23 +5,18 @@
 
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::common::{
-    check_inline, fill_byte, flag01, port_index_for, require, slot_stride, CommonArgs, QueueArgs,
-    Topology,
-};
-use super::connected::{announce_done, transport_loss};
-use super::endpoint::{hello, idle_until_peer_done, Endpoint, EndpointSpec};
-use super::runner::{run_threads, Role};
-use crate::control::stop_requested;
 use crate::error::Result;
-use crate::hot::{
-    Op, PollTimeout, Postlist, RecvBatch, Remote, SendBatch, SendSpec, UnsignaledCounter,
+use crate::framework::{
+    self, announce_done, check_inline, connect_qp, fill_byte, flag01, idle_until_peer_done,
+    peer_lost, port_index_for, require, slot_stride, Benchmark, CommonArgs, Endpoint, EndpointSpec,
+    Family, Meter, Output, Plan, QueueArgs, Role, ThreadCtx, Topology,
 };
+use crate::hot::{Op, Postlist, Remote, SendBatch, SendSpec, UnsignaledCounter};
 use crate::mem::HugeBuffer;
-use crate::registry::{Entry, PeerWatch, Registry};
-use crate::stats::{Counters, RunInfo};
+use crate::registry::{PeerWatch, Registry};
+use crate::stats::RunInfo;
 use crate::verbs::{
     Access, CompletionQueue, MemoryRegion, ProtectionDomain, QpCaps, QpType, QueuePair,
 };
@@ -39,7 +34,7 @@ use crate::verbs::{
     )),
     mut_arg("unsig_batch", |a| a.default_value("4").help("One signaled WR every N, per QP")),
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub topo: Topology,
@@ -81,7 +76,7 @@ impl Args {
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(a: &Args) -> Result<()> {
+pub(crate) fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
     require(a.threads() >= 1, || "num-threads must be at least 1".into())?;
     require(a.num_clients >= 1, || {
@@ -118,193 +113,223 @@ pub fn validate(a: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs sender-scalability.
-pub fn run(a: Args) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = Args::parse();
     validate(&a)?;
-    let threads = a.threads();
-    let first_id = if a.topo.is_client {
-        a.topo.machine_id * threads
+    if a.topo.is_client {
+        framework::run(&Clients(&a), &a.common)?;
     } else {
-        0
-    };
-    let info = RunInfo {
-        bench: "sender-scalability",
-        role: a.topo.role_name(),
-        op: if a.do_read { "READ" } else { "WRITE" },
-        size: a.size,
-        postlist: 1,
-        first_id,
-        json: a.common.json,
-    };
-    println!("main: Using {threads} threads");
-    let role = if a.topo.is_client {
-        Role::Passive
-    } else {
-        Role::Counting
-    };
-    run_threads(info, role, threads, &a.common, |t, counters| {
-        if a.topo.is_client {
-            client(&a, first_id + t)
-        } else {
-            server(&a, t, counters)
-        }
-    })?;
+        framework::run(&Servers(&a), &a.common)?;
+    }
     Ok(())
 }
 
-fn qp_type(a: &Args) -> QpType {
-    if a.use_uc {
-        QpType::Uc
-    } else {
-        QpType::Rc
-    }
-}
-
-fn client(a: &Args, global_id: usize) -> Result<()> {
-    let reg = a.common.registry()?;
-    let port = a
-        .common
-        .open_port(port_index_for(&a.common, a.topo.dual_port, global_id))?;
-    let mut eps = Vec::with_capacity(a.num_servers);
-    for s in 0..a.num_servers {
-        let spec = EndpointSpec {
-            qp_type: qp_type(a),
-            queue_depth: a.queue.queue_depth,
-            recv_depth: 1,
-            max_inline: a.queue.max_inline,
-            buf_size: a.buf_size,
-            fill: fill_byte(false, global_id),
-            ex: false,
-            access: None,
+impl Args {
+    fn plan(&self) -> Plan {
+        let threads = self.threads();
+        let info = RunInfo {
+            bench: BENCH.name,
+            role: self.topo.role_name(),
+            op: if self.do_read { "READ" } else { "WRITE" },
+            size: self.size,
+            postlist: 1,
+            first_id: if self.topo.is_client {
+                self.topo.machine_id * threads
+            } else {
+                0
+            },
+            json: self.common.json,
         };
-        let me = format!("client-{global_id}-{s}");
-        let peer = format!("server-{s}-{global_id}");
-        let (ep, remote) = Endpoint::meet(
-            &port,
-            spec,
-            a.common.placement(),
-            &reg,
-            &me,
-            &peer,
-            a.common.wait(),
-        )?;
-        let watch = reg.watch(&peer, remote.run_id, &format!("server-{s}"));
-        eps.push((ep, remote.run_id, watch));
+        if self.topo.is_client {
+            Plan::passive(info, threads)
+        } else {
+            Plan::counting(info, threads)
+        }
     }
-    println!(
-        "main: Client {global_id} connected to {} server thread(s)",
-        a.num_servers
-    );
-    for (s, (_, run, _)) in eps.iter().enumerate() {
-        idle_until_peer_done(&reg, &format!("server-{s}"), *run)?;
+
+    fn qp_type(&self) -> QpType {
+        if self.use_uc {
+            QpType::Uc
+        } else {
+            QpType::Rc
+        }
     }
-    Ok(())
 }
+
+/// The passive side: client thread `c` exposes one QP and buffer to each server thread.
+struct Clients<'a>(&'a Args);
+
+/// A client thread's QPs (one per server thread), their runs and liveness watches.
+struct ClientQps {
+    reg: Arc<Registry>,
+    eps: Vec<(Endpoint, u64, PeerWatch)>,
+}
+
+impl Role for Clients<'_> {
+    type Thread = ClientQps;
+
+    fn plan(&self) -> Plan {
+        self.0.plan()
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<ClientQps> {
+        let a = self.0;
+        let id = ctx.global_id;
+        let reg = a.common.registry()?;
+        let port = ctx.open_port(port_index_for(&a.common, a.topo.dual_port, id))?;
+        let mut eps = Vec::with_capacity(a.num_servers);
+        for s in 0..a.num_servers {
+            let spec = EndpointSpec {
+                qp_type: a.qp_type(),
+                queue_depth: a.queue.queue_depth,
+                recv_depth: 1,
+                max_inline: a.queue.max_inline,
+                buf_size: a.buf_size,
+                fill: fill_byte(false, id),
+                ex: false,
+                access: None,
+            };
+            let me = format!("client-{id}-{s}");
+            let peer = format!("server-{s}-{id}");
+            let placement = a.common.placement();
+            let (ep, remote) =
+                Endpoint::meet(&port, spec, placement, &reg, &me, &peer, ctx.wait())?;
+            let watch = reg.watch(&peer, remote.run_id, &format!("server-{s}"));
+            eps.push((ep, remote.run_id, watch));
+        }
+        println!(
+            "main: Client {id} connected to {} server thread(s)",
+            a.num_servers
+        );
+        Ok(ClientQps { reg, eps })
+    }
+
+    fn measure(&self, c: &mut ClientQps, m: &mut Meter<'_>) -> Result<()> {
+        for (s, (_, run, _)) in c.eps.iter().enumerate() {
+            idle_until_peer_done(&c.reg, &format!("server-{s}"), *run, m)?;
+        }
+        Ok(())
+    }
+}
+
+/// The active side: server thread `t` drives one QP per client, a random one per operation.
+struct Servers<'a>(&'a Args);
 
 /// A server thread's QPs, one per client, each with its own CQ (as libhrd makes them), sharing
-/// one PD and one region.
+/// one PD and one region; a prebuilt single WR and a signaling counter per QP.
 struct ServerQps {
     qps: Vec<QueuePair>,
-    remotes: Vec<Entry>,
-    mr: Arc<MemoryRegion>,
+    batches: Vec<SendBatch>,
+    per_qp: Vec<UnsignaledCounter>,
     reg: Arc<Registry>,
     /// The clients' liveness, checked by the report clock while held.
     watches: Vec<PeerWatch>,
 }
 
-fn connect_server_qps(a: &Args, t: usize) -> Result<ServerQps> {
-    let port = a
-        .common
-        .open_port(port_index_for(&a.common, a.topo.dual_port, t))?;
-    let pd = ProtectionDomain::new(port.context())?;
-    let buf = HugeBuffer::new(a.buf_size, a.common.placement())?;
-    let mr = MemoryRegion::register(&pd, buf, Access::LOCAL_WRITE)?;
-    mr.fill(fill_byte(true, t));
-    let reg = a.common.registry()?;
-    let caps = QpCaps {
-        max_send_wr: a.queue.queue_depth,
-        max_recv_wr: 1,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: a.queue.max_inline,
-    };
-    let mut qps = Vec::with_capacity(a.num_clients);
-    let mut remotes = Vec::with_capacity(a.num_clients);
-    let mut watches = Vec::with_capacity(a.num_clients);
-    for c in 0..a.num_clients {
-        let cq = CompletionQueue::new(port.context(), a.queue.queue_depth)?;
-        let mut qp = QueuePair::new(&pd, &port, &cq, &cq, qp_type(a), caps)?;
-        let info = qp.info(None);
-        let me = format!("server-{t}-{c}");
-        let peer = format!("client-{c}-{t}");
-        let mut recv = RecvBatch::new(&mut qp, &mr, 1, 0, 0, 0)?;
-        let wait = a.common.wait();
-        let remote = reg.rendezvous(&me, &peer, &info, wait, |r| {
-            qp.connect(r)?;
-            recv.post(&mut qp, 1)
-        })?;
-        hello(&mut qp, &mr, reg.run_id(), &peer, &remote, wait)?;
-        watches.push(reg.watch(&peer, remote.run_id, &peer));
-        remotes.push(remote);
-        qps.push(qp);
+impl Role for Servers<'_> {
+    type Thread = ServerQps;
+
+    fn plan(&self) -> Plan {
+        self.0.plan()
     }
-    println!("main: Server {t} connected to {} client QPs", a.num_clients);
-    Ok(ServerQps {
-        qps,
-        remotes,
-        mr,
-        reg,
-        watches,
-    })
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<ServerQps> {
+        let a = self.0;
+        let t = ctx.t;
+        let port = ctx.open_port(port_index_for(&a.common, a.topo.dual_port, t))?;
+        let pd = ProtectionDomain::new(port.context())?;
+        let buf = HugeBuffer::new(a.buf_size, a.common.placement())?;
+        let mr = MemoryRegion::register(&pd, buf, Access::LOCAL_WRITE)?;
+        mr.fill(fill_byte(true, t));
+        let reg = a.common.registry()?;
+        let caps = QpCaps {
+            max_send_wr: a.queue.queue_depth,
+            max_recv_wr: 1,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: a.queue.max_inline,
+        };
+        let stride = slot_stride(a.size);
+        let mut qps = Vec::with_capacity(a.num_clients);
+        let mut batches = Vec::with_capacity(a.num_clients);
+        let mut watches = Vec::with_capacity(a.num_clients);
+        for c in 0..a.num_clients {
+            let cq = CompletionQueue::new(port.context(), a.queue.queue_depth)?;
+            let mut qp = QueuePair::new(&pd, &port, &cq, &cq, a.qp_type(), caps)?;
+            let info = qp.info(None);
+            let me = format!("server-{t}-{c}");
+            let peer = format!("client-{c}-{t}");
+            let remote = connect_qp(&mut qp, &mr, &info, &reg, &me, &peer, ctx.wait())?;
+            watches.push(reg.watch(&peer, remote.run_id, &peer));
+            let spec = SendSpec {
+                op: if a.do_read { Op::Read } else { Op::Write },
+                postlist: 1,
+                size: a.size as u32,
+                stride,
+                local_offset: c * stride,
+                remote_offset: (c * stride) as u64,
+                inline: !a.do_read,
+            };
+            batches.push(SendBatch::new(
+                &mut qp,
+                &mr,
+                spec,
+                Some(Remote::of(&remote.info)),
+            )?);
+            qps.push(qp);
+        }
+        println!("main: Server {t} connected to {} client QPs", a.num_clients);
+        Ok(ServerQps {
+            qps,
+            batches,
+            per_qp: (0..a.num_clients).map(|_| a.queue.counter()).collect(),
+            reg,
+            watches,
+        })
+    }
+
+    fn measure(&self, s: &mut ServerQps, m: &mut Meter<'_>) -> Result<()> {
+        let t = m.thread();
+        let timeout = m.poll_timeout();
+        let n = s.batches.len() as u64;
+        let mut seed: u64 = 0xdead_beef ^ t as u64;
+        let mut ops = 0u64;
+        let limit = self.0.common.op_limit();
+        m.start();
+        while m.checkpoint() && ops < limit {
+            // xorshift: a client per op, as the original's hrd_fastrand.
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let c = (seed % n) as usize;
+            s.batches[c]
+                .post_selective(&mut s.qps[c], &mut s.per_qp[c], timeout)
+                .map_err(|e| peer_lost(e, &format!("client-{c}-{t}"), ops > 0))?;
+            ops += 1;
+            m.count(ops);
+        }
+        m.stop();
+        for (qp, counter) in s.qps.iter().zip(&mut s.per_qp) {
+            counter.drain(qp.send_cq(), timeout)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&self, s: ServerQps, ctx: &ThreadCtx<'_>) -> Result<()> {
+        drop(s.watches);
+        announce_done(&s.reg, &format!("server-{}", ctx.t))
+    }
 }
 
-fn server(a: &Args, t: usize, counters: &Counters) -> Result<()> {
-    let ServerQps {
-        mut qps,
-        remotes,
-        mr,
-        reg,
-        watches,
-    } = connect_server_qps(a, t)?;
-    let stride = slot_stride(a.size);
-    let mut batches = Vec::with_capacity(a.num_clients);
-    for (c, (qp, remote)) in qps.iter_mut().zip(&remotes).enumerate() {
-        let spec = SendSpec {
-            op: if a.do_read { Op::Read } else { Op::Write },
-            postlist: 1,
-            size: a.size as u32,
-            stride,
-            local_offset: c * stride,
-            remote_offset: (c * stride) as u64,
-            inline: !a.do_read,
-        };
-        let r = Remote::of(&remote.info);
-        batches.push(SendBatch::new(qp, &mr, spec, Some(r))?);
-    }
-    let mut per_qp: Vec<UnsignaledCounter> =
-        (0..a.num_clients).map(|_| a.queue.counter()).collect();
-    let timeout = PollTimeout::default();
-    let n = batches.len() as u64;
-    let mut seed: u64 = 0xdead_beef ^ t as u64;
-    let mut ops = 0u64;
-    counters.start(t);
-    let limit = a.common.op_limit();
-    while !stop_requested() && ops < limit {
-        // xorshift: a client per op, as the original's hrd_fastrand.
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let c = (seed % n) as usize;
-        batches[c]
-            .post_selective(&mut qps[c], &mut per_qp[c], timeout)
-            .map_err(|e| transport_loss(e, &format!("client-{c}-{t}"), ops > 0))?;
-        ops += 1;
-        counters.set(t, ops);
-    }
-    counters.stop(t);
-    for (qp, counter) in qps.iter().zip(&mut per_qp) {
-        counter.drain(qp.send_cq(), timeout)?;
-    }
-    drop(watches);
-    announce_done(&reg, &format!("server-{t}"))
-}
+/// sender-scalability.
+pub static BENCH: Benchmark = Benchmark {
+    name: "sender-scalability",
+    family: Family::Microbenchmark,
+    roles: super::rw_tput::SENDER_ROLES,
+    reports: "server",
+    op: "WRITE",
+    output: Output::Rate,
+    suite: &["--size 32 --num-clients 16"],
+    command: Args::command,
+    entry,
+};

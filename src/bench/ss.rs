@@ -15,25 +15,27 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use clap::Parser;
-
-use super::common::{all_connected, require, CommonArgs, Lull, QueueArgs, Topology};
-use super::echo_payload::{self, Outstanding};
-use super::endpoint::publish_done;
-use super::runner::{run_threads, Role};
-use super::seq_verify::{check_totals, report_client, SeqTracker};
-use super::ud_rpc::{drain_timeout, settle, ClientSet, UdRpc, UdRpcSpec};
-use crate::control::{stop_requested, stopped_by_signal};
-use crate::error::{Error, Result};
-use crate::hot::{Payload, GRH_BYTES};
-use crate::registry::Registry;
-use crate::stats::{Counters, RunInfo};
-use crate::verbs::WorkCompletion;
 use std::time::Instant;
+
+use clap::{CommandFactory, Parser};
+
+use crate::control::{install_stop_signals, Attention};
+use crate::error::{Error, Result};
+use crate::framework::echo_payload::{self, Outstanding};
+use crate::framework::seq_verify::{check_totals, report_client, SeqTracker};
+use crate::framework::ud_rpc::{drain_timeout, settle, ClientSet, UdRpc, UdRpcSpec};
+use crate::framework::{
+    self, publish_done, require, Benchmark, CommonArgs, Family, Lull, Meter, Output, Plan,
+    QueueArgs, Role, RoleSpec, ThreadCtx, Topology,
+};
+use crate::hot::{DestId, Payload, PollTimeout, GRH_BYTES};
+use crate::registry::{PeerWatch, Registry};
+use crate::stats::RunInfo;
+use crate::verbs::WorkCompletion;
 
 /// Which of the two benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Spec-S0.
     Sequencer,
     /// UD SEND request, UD SEND reply.
@@ -49,7 +51,7 @@ pub enum Kind {
     about = "Spec-S0, the paper's UD-only sequencer (ATC'16 rdma_bench): clients send header-only \
 SEND_WITH_IMMs, server threads answer batches with one fetch-and-add and one doorbell"
 )]
-pub struct SequencerArgs {
+pub(crate) struct SequencerArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub ss: Args,
@@ -69,7 +71,7 @@ pub struct SequencerArgs {
     about = "The paper's UD SEND echo (ATC'16 rdma_bench): clients send SENDs, server threads send \
 each payload back in batches"
 )]
-pub struct EchoArgs {
+pub(crate) struct EchoArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub ss: Args,
@@ -77,7 +79,7 @@ pub struct EchoArgs {
 
 /// Flags of ss-sequencer and ss-echo.
 #[derive(clap::Args, Debug, Clone)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub topo: Topology,
@@ -102,7 +104,7 @@ pub struct Args {
     #[arg(long, alias = "max_num_clients", default_value_t = 70)]
     pub max_num_clients: usize,
     /// 1: one doorbell per reply (DISABLE_SERVER_POSTLIST)
-    #[arg(long, alias = "disable_server_postlist", default_value = "0", value_parser = super::common::flag01, action = clap::ArgAction::Set, value_name = "0|1")]
+    #[arg(long, alias = "disable_server_postlist", default_value = "0", value_parser = crate::framework::flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub disable_server_postlist: bool,
     /// Largest postlist accepted (MAX_POSTLIST)
     #[arg(long, alias = "max_postlist", default_value_t = 128)]
@@ -116,7 +118,7 @@ pub struct Args {
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(kind: Kind, a: &Args) -> Result<()> {
+pub(crate) fn validate(kind: Kind, a: &Args) -> Result<()> {
     a.common.check()?;
     a.topo.check()?;
     require(a.num_server_threads >= 1, || {
@@ -138,7 +140,7 @@ pub fn validate(kind: Kind, a: &Args) -> Result<()> {
                     a.size
                 )
             })?;
-            super::common::check_inline(u64::from(a.size), a.queue.max_inline, "SENDs")?;
+            crate::framework::check_inline(u64::from(a.size), a.queue.max_inline, "SENDs")?;
             require(!a.common.verify || a.size >= 8, || {
                 "--verify 1 needs --size 8 or more (each request carries an 8-byte tag)".into()
             })?;
@@ -163,154 +165,211 @@ pub fn validate(kind: Kind, a: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs ss-sequencer.
-pub fn run_sequencer(a: SequencerArgs) -> Result<()> {
-    run(Kind::Sequencer, a.ss)
+fn sequencer_main() -> Result<()> {
+    run(Kind::Sequencer, SequencerArgs::parse().ss)
 }
 
-/// Runs ss-echo.
-pub fn run_echo(a: EchoArgs) -> Result<()> {
-    run(Kind::Echo, a.ss)
+fn echo_main() -> Result<()> {
+    run(Kind::Echo, EchoArgs::parse().ss)
 }
 
 fn run(kind: Kind, a: Args) -> Result<()> {
     validate(kind, &a)?;
-    let threads = if a.topo.is_client {
-        a.topo.threads()
-    } else {
-        a.num_server_threads
-    };
-    let first_id = a.topo.first_id();
-    let info = RunInfo {
-        bench: match kind {
-            Kind::Sequencer => "ss-sequencer",
-            Kind::Echo => "ss-echo",
-        },
-        role: a.topo.role_name(),
-        op: "SEND",
-        size: u64::from(a.size),
-        postlist: u64::from(a.postlist),
-        first_id,
-        json: a.common.json,
-    };
     let reg = a.common.registry()?;
-    println!("main: Using {threads} threads");
-    let counter = AtomicU64::new(0);
-    run_threads(info, Role::Counting, threads, &a.common, |t, counters| {
-        if a.topo.is_client {
-            client(kind, &a, &reg, first_id + t, t, counters)
-        } else {
-            server(kind, &a, &reg, &counter, t, counters)
-        }
-    })?;
-    if kind == Kind::Sequencer && !a.topo.is_client && a.common.verify && stopped_by_signal() {
-        println!("main: verify skipped: stopped by a signal before every client could report");
-    } else if kind == Kind::Sequencer && !a.topo.is_client && a.common.verify {
-        let names: Vec<String> = (0..a.max_num_clients)
-            .map(|c| format!("client-{c}"))
-            .collect();
-        let present = ClientSet::new(names).present(&reg)?;
-        let line = check_totals(
-            &reg,
-            &present,
-            &[reg.run_id()],
-            counter.load(Ordering::Acquire),
-            std::time::Duration::from_secs(10),
-        )?;
-        println!("{line}");
+    let ss = Ss { kind, a: &a, reg };
+    if a.topo.is_client {
+        framework::run(&Clients(ss), &a.common)?;
+        return Ok(());
+    }
+    let servers = Servers {
+        ss,
+        counter: AtomicU64::new(0),
+    };
+    framework::run(&servers, &a.common)?;
+    if kind == Kind::Sequencer && a.common.verify {
+        servers.verify_totals(install_stop_signals()?)?;
     }
     Ok(())
 }
 
-fn port_for(a: &Args, server: usize) -> Result<crate::verbs::Port> {
-    a.common
-        .open_port(a.common.port_index + if a.topo.dual_port { server % 2 } else { 0 })
+/// What both sides of a run know.
+struct Ss<'a> {
+    kind: Kind,
+    a: &'a Args,
+    reg: Arc<Registry>,
 }
 
-fn server(
-    kind: Kind,
-    a: &Args,
-    reg: &Arc<Registry>,
-    seq: &AtomicU64,
-    t: usize,
-    counters: &Counters,
-) -> Result<()> {
-    let port = port_for(a, t)?;
-    let size = a.size as usize;
-    let spec = UdRpcSpec {
-        qps: a.num_ud_qps,
-        queue_depth: a.queue.queue_depth,
-        recv_slots: a.rq_depth as usize,
-        recv_payload: size,
-        max_postlist: a.postlist as usize,
-        send_payload: size.max(8),
-        max_inline: a.queue.max_inline,
-    };
-    let mut rpc = UdRpc::new(&port, spec, a.common.placement(), a.queue.counter())?;
-    rpc.fill()?;
-    let me = format!("server-{t}");
-    reg.announce(&me, &rpc.info())?;
-    let mut clients = ClientSet::new(
-        (t..a.max_num_clients)
-            .step_by(a.num_server_threads)
-            .map(|c| format!("client-{c}"))
-            .collect(),
-    );
-    let mut wcs = vec![WorkCompletion::default(); a.postlist as usize];
-    let mut body = vec![0u8; size];
-    let mut ops = 0u64;
-    let mut lull = Lull::new(t);
-    while !stop_requested() && ops < a.common.op_limit() {
-        let n = rpc.recv_cq.poll(&mut wcs)?;
-        if n == 0 {
-            if lull.empty(counters) && lull.started() && clients.all_done(reg)? {
-                break;
-            }
-            continue;
-        }
-        lull.busy(counters);
-        let base = match kind {
-            Kind::Sequencer => seq.fetch_add(n as u64, Ordering::Relaxed),
-            Kind::Echo => 0,
+impl Ss<'_> {
+    fn plan(&self) -> Plan {
+        let a = self.a;
+        let threads = if a.topo.is_client {
+            a.topo.threads()
+        } else {
+            a.num_server_threads
         };
-        for (i, wc) in wcs[..n].iter().enumerate() {
-            wc.result()?;
-            let dest = rpc
-                .out
-                .dest_of(wc, &rpc.recv_mr, rpc.ring.slot_offset(wc.wr_id()))?;
-            match kind {
-                Kind::Sequencer => {
-                    let v = base + i as u64;
-                    // The client guessed the upper half right: the immediate alone carries it.
-                    if wc.imm_data() == Some((v >> 32) as u32) {
+        let info = RunInfo {
+            bench: match self.kind {
+                Kind::Sequencer => SEQUENCER.name,
+                Kind::Echo => ECHO.name,
+            },
+            role: a.topo.role_name(),
+            op: "SEND",
+            size: u64::from(a.size),
+            postlist: u64::from(a.postlist),
+            first_id: a.topo.first_id(),
+            json: a.common.json,
+        };
+        Plan::counting(info, threads)
+    }
+
+    fn port_for(&self, ctx: &ThreadCtx<'_>, server: usize) -> Result<crate::verbs::Port> {
+        let a = self.a;
+        ctx.open_port(a.common.port_index + if a.topo.dual_port { server % 2 } else { 0 })
+    }
+}
+
+/// The server threads: poll a batch of requests, answer it with one doorbell.
+struct Servers<'a> {
+    ss: Ss<'a>,
+    /// ss-sequencer's counter, shared by the server threads.
+    counter: AtomicU64,
+}
+
+/// A server thread's UD QPs and the clients it answers.
+struct Server {
+    rpc: UdRpc,
+    me: String,
+    clients: ClientSet,
+}
+
+impl Servers<'_> {
+    /// `--verify 1` on the sequencer's server, once every thread is done: the values handed out
+    /// against what the clients received.
+    fn verify_totals(&self, attention: Attention) -> Result<()> {
+        let (a, reg) = (self.ss.a, &self.ss.reg);
+        if attention.stopped_by_signal() {
+            println!("main: verify skipped: stopped by a signal before every client could report");
+            return Ok(());
+        }
+        let names: Vec<String> = (0..a.max_num_clients)
+            .map(|c| format!("client-{c}"))
+            .collect();
+        let present = ClientSet::new(names).present(reg)?;
+        let line = check_totals(
+            reg,
+            &present,
+            &[reg.run_id()],
+            self.counter.load(Ordering::Acquire),
+            std::time::Duration::from_secs(10),
+        )?;
+        println!("{line}");
+        Ok(())
+    }
+}
+
+impl Role for Servers<'_> {
+    type Thread = Server;
+
+    fn plan(&self) -> Plan {
+        self.ss.plan()
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Server> {
+        let (a, t) = (self.ss.a, ctx.t);
+        let port = self.ss.port_for(ctx, t)?;
+        let size = a.size as usize;
+        let spec = UdRpcSpec {
+            qps: a.num_ud_qps,
+            queue_depth: a.queue.queue_depth,
+            recv_slots: a.rq_depth as usize,
+            recv_payload: size,
+            max_postlist: a.postlist as usize,
+            send_payload: size.max(8),
+            max_inline: a.queue.max_inline,
+        };
+        let timeout = PollTimeout::new(ctx.attention);
+        let mut rpc = UdRpc::new(
+            &port,
+            spec,
+            a.common.placement(),
+            a.queue.counter(),
+            timeout,
+        )?;
+        rpc.fill()?;
+        let me = format!("server-{t}");
+        self.ss.reg.announce(&me, &rpc.info())?;
+        let clients = ClientSet::new(
+            (t..a.max_num_clients)
+                .step_by(a.num_server_threads)
+                .map(|c| format!("client-{c}"))
+                .collect(),
+        );
+        Ok(Server { rpc, me, clients })
+    }
+
+    fn measure(&self, s: &mut Server, m: &mut Meter<'_>) -> Result<()> {
+        let (kind, a, reg) = (self.ss.kind, self.ss.a, &self.ss.reg);
+        let rpc = &mut s.rpc;
+        let mut wcs = vec![WorkCompletion::default(); a.postlist as usize];
+        let mut body = vec![0u8; a.size as usize];
+        let mut ops = 0u64;
+        let mut lull = Lull::new();
+        while m.checkpoint() && ops < a.common.op_limit() {
+            let n = rpc.recv_cq.poll(&mut wcs)?;
+            if n == 0 {
+                if lull.empty(m) && lull.started() && s.clients.all_done(reg)? {
+                    break;
+                }
+                continue;
+            }
+            lull.busy(m);
+            let base = match kind {
+                Kind::Sequencer => self.counter.fetch_add(n as u64, Ordering::Relaxed),
+                Kind::Echo => 0,
+            };
+            for (i, wc) in wcs[..n].iter().enumerate() {
+                wc.result()?;
+                let dest = rpc
+                    .out
+                    .dest_of(wc, &rpc.recv_mr, rpc.ring.slot_offset(wc.wr_id()))?;
+                match kind {
+                    Kind::Sequencer => {
+                        let v = base + i as u64;
+                        // The client guessed the upper half right: the immediate alone carries it.
+                        if wc.imm_data() == Some((v >> 32) as u32) {
+                            rpc.out
+                                .push(dest, wc.src_qp(), Some(v as u32), Payload::None)?;
+                        } else {
+                            rpc.out.push(dest, wc.src_qp(), None, Payload::U64(v))?;
+                        }
+                    }
+                    Kind::Echo => {
+                        rpc.recv_mr.read(rpc.payload_offset(wc), &mut body);
                         rpc.out
-                            .push(dest, wc.src_qp(), Some(v as u32), Payload::None)?;
-                    } else {
-                        rpc.out.push(dest, wc.src_qp(), None, Payload::U64(v))?;
+                            .push(dest, wc.src_qp(), None, Payload::Bytes(&body))?;
                     }
                 }
-                Kind::Echo => {
-                    rpc.recv_mr.read(rpc.payload_offset(wc), &mut body);
-                    rpc.out
-                        .push(dest, wc.src_qp(), None, Payload::Bytes(&body))?;
+                if a.disable_server_postlist {
+                    rpc.out.flush()?;
                 }
             }
-            if a.disable_server_postlist {
-                rpc.out.flush()?;
-            }
+            rpc.repost(&wcs[..n])?;
+            rpc.out.flush()?;
+            ops += n as u64;
+            m.count(ops);
         }
-        rpc.repost(&wcs[..n])?;
-        rpc.out.flush()?;
-        ops += n as u64;
-        counters.set(t, ops);
+        m.stop();
+        rpc.out.drain()
     }
-    lull.end(counters);
-    rpc.out.drain()?;
-    println!(
-        "main: Server {t}: average postlist = {:.2}",
-        rpc.out.average_postlist()
-    );
-    publish_done(reg, &me)
+
+    fn finish(&self, s: Server, ctx: &ThreadCtx<'_>) -> Result<()> {
+        println!(
+            "main: Server {}: average postlist = {:.2}",
+            ctx.t,
+            s.rpc.out.average_postlist()
+        );
+        publish_done(&self.ss.reg, &s.me)
+    }
 }
 
 /// Request-to-reply latency as the original's clients measure it: replies are anonymous, so
@@ -419,139 +478,248 @@ impl Replies {
     }
 }
 
-fn client(
-    kind: Kind,
-    a: &Args,
-    reg: &Arc<Registry>,
+/// The client threads: keep `postlist` requests out to their server thread.
+struct Clients<'a>(Ss<'a>);
+
+/// A client thread: its UD QP, its server's address, and what it checks in the replies.
+struct Client {
     id: usize,
-    t: usize,
-    counters: &Counters,
-) -> Result<()> {
-    let server = id % a.num_server_threads;
-    let port = port_for(a, server)?;
-    let window = a.postlist as usize;
-    let size = a.size as usize;
-    let spec = UdRpcSpec {
-        qps: 1,
-        queue_depth: a.queue.queue_depth,
-        recv_slots: window,
-        recv_payload: size.max(8),
-        max_postlist: window,
-        send_payload: size,
-        max_inline: a.queue.max_inline,
-    };
-    let mut rpc = UdRpc::new(&port, spec, a.common.placement(), a.queue.counter())?;
-    rpc.fill()?;
-    let me = format!("client-{id}");
-    let peer = format!("server-{server}");
-    reg.announce(&me, &rpc.info())?;
-    let remote = reg.find_ready(&peer, a.common.wait())?;
-    let _watch = reg.watch(&peer, remote.run_id, &peer);
-    let dest = rpc.dest_to(&remote.info)?;
-    let qpn = remote.info.qpn;
-    let mut replies = Replies {
-        kind,
-        verify: a.common.verify,
-        hi: 0,
-        seq: SeqTracker::default(),
-        out: Outstanding::new(window),
-        bad: None,
-        body: vec![0; size],
-    };
-    let mut body = vec![0u8; size];
-    let mut sent = 0u64;
-    // Stages `k` requests and posts them with one doorbell.
-    let mut send = |rpc: &mut UdRpc, replies: &mut Replies, k: usize| -> Result<()> {
+    me: String,
+    rpc: UdRpc,
+    dest: DestId,
+    qpn: u32,
+    server_run: u64,
+    _watch: PeerWatch,
+    replies: Replies,
+    /// The request payload (ss-echo), rewritten per request with its tag.
+    body: Vec<u8>,
+    /// Echo requests sent (each carries its number in its tag).
+    sent: u64,
+    latency: Latency,
+    /// Requests still out when the window closed.
+    outstanding: usize,
+}
+
+impl Client {
+    /// Stages `k` requests and posts them with one doorbell.
+    fn send(&mut self, k: usize) -> Result<()> {
         for _ in 0..k {
-            match kind {
+            match self.replies.kind {
                 Kind::Sequencer => {
-                    let guess = (replies.hi >> 32) as u32;
-                    rpc.out.push(dest, qpn, Some(guess), Payload::None)?;
+                    let guess = (self.replies.hi >> 32) as u32;
+                    self.rpc
+                        .out
+                        .push(self.dest, self.qpn, Some(guess), Payload::None)?;
                 }
                 Kind::Echo => {
-                    sent += 1;
-                    let tag = echo_payload::tag(id, sent);
-                    echo_payload::fill(&mut body, tag);
-                    if replies.verify {
-                        replies.out.add(tag);
+                    self.sent += 1;
+                    let tag = echo_payload::tag(self.id, self.sent);
+                    echo_payload::fill(&mut self.body, tag);
+                    if self.replies.verify {
+                        self.replies.out.add(tag);
                     }
-                    rpc.out.push(dest, qpn, None, Payload::Bytes(&body))?;
+                    self.rpc
+                        .out
+                        .push(self.dest, self.qpn, None, Payload::Bytes(&self.body))?;
                 }
             }
         }
-        rpc.out.flush()?;
+        self.rpc.out.flush().map(drop)
+    }
+
+    /// Sends `k` requests, timed for the latency average.
+    fn send_timed(&mut self, k: usize) -> Result<()> {
+        let now = self.latency.now();
+        self.send(k)?;
+        self.latency.sent(k, now);
         Ok(())
-    };
-    all_connected(counters)?;
-    let mut latency = Latency::new(window);
-    let now = latency.now();
-    send(&mut rpc, &mut replies, window)?;
-    latency.sent(window, now);
-    counters.start(t);
-    let mut wcs = vec![WorkCompletion::default(); window];
-    let (mut ops, mut round) = (0u64, 0usize);
-    let limit = a.common.op_limit();
-    while !stop_requested() && ops < limit {
-        let n = rpc.recv_cq.poll(&mut wcs)?;
-        if n == 0 {
-            continue;
-        }
-        latency.answered(n);
-        for wc in &wcs[..n] {
-            wc.result()?;
-            replies.take(&rpc, wc);
-        }
-        rpc.repost(&wcs[..n])?;
-        ops += n as u64;
-        counters.set(t, ops);
-        // The sequencer refills its window at once; the echo client waits for the whole round.
-        match kind {
-            Kind::Sequencer => {
-                let now = latency.now();
-                send(&mut rpc, &mut replies, n)?;
-                latency.sent(n, now);
-            }
-            Kind::Echo => {
-                round += n;
-                if round == window {
-                    round = 0;
-                    let now = latency.now();
-                    send(&mut rpc, &mut replies, window)?;
-                    latency.sent(window, now);
-                }
-            }
-        }
     }
-    counters.stop(t);
-    println!(
-        "main: Client {id}: average latency = {:.2} us",
-        latency.average_us()
-    );
-    // The replies to the requests still out: the server answers every request it received.
-    let out = match kind {
-        Kind::Sequencer => window,
-        Kind::Echo => window - round,
-    };
-    let drained = rpc.drain_replies(out, drain_timeout(), |rpc, wc| {
-        replies.take(rpc, wc);
-        Ok(())
-    });
-    if !settle(drained, &me)? {
-        return publish_done(reg, &me);
-    }
-    rpc.out.drain()?;
-    if a.common.verify {
-        if let Some(bad) = &replies.bad {
-            return Err(Error::Verify(format!("{me}: {bad}")));
-        }
-        match kind {
-            Kind::Sequencer => {
-                report_client(reg, &me, id, &replies.seq, remote.run_id)?;
-            }
-            Kind::Echo => println!(
-                "main: Client {id}: verify ok: {sent} replies, each carrying its request's payload back"
-            ),
-        }
-    }
-    publish_done(reg, &me)
 }
+
+impl Role for Clients<'_> {
+    type Thread = Client;
+
+    fn plan(&self) -> Plan {
+        self.0.plan()
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Client> {
+        let (kind, a, reg) = (self.0.kind, self.0.a, &self.0.reg);
+        let id = ctx.global_id;
+        let server = id % a.num_server_threads;
+        let port = self.0.port_for(ctx, server)?;
+        let window = a.postlist as usize;
+        let size = a.size as usize;
+        let spec = UdRpcSpec {
+            qps: 1,
+            queue_depth: a.queue.queue_depth,
+            recv_slots: window,
+            recv_payload: size.max(8),
+            max_postlist: window,
+            send_payload: size,
+            max_inline: a.queue.max_inline,
+        };
+        let timeout = PollTimeout::new(ctx.attention);
+        let mut rpc = UdRpc::new(
+            &port,
+            spec,
+            a.common.placement(),
+            a.queue.counter(),
+            timeout,
+        )?;
+        rpc.fill()?;
+        let me = format!("client-{id}");
+        let peer = format!("server-{server}");
+        reg.announce(&me, &rpc.info())?;
+        let remote = reg.find_ready(&peer, ctx.wait())?;
+        let watch = reg.watch(&peer, remote.run_id, &peer);
+        let dest = rpc.dest_to(&remote.info)?;
+        Ok(Client {
+            id,
+            me,
+            rpc,
+            dest,
+            qpn: remote.info.qpn,
+            server_run: remote.run_id,
+            _watch: watch,
+            replies: Replies {
+                kind,
+                verify: a.common.verify,
+                hi: 0,
+                seq: SeqTracker::default(),
+                out: Outstanding::new(window),
+                bad: None,
+                body: vec![0; size],
+            },
+            body: vec![0u8; size],
+            sent: 0,
+            latency: Latency::new(window),
+            outstanding: 0,
+        })
+    }
+
+    fn measure(&self, c: &mut Client, m: &mut Meter<'_>) -> Result<()> {
+        let (kind, a) = (self.0.kind, self.0.a);
+        let window = a.postlist as usize;
+        c.send_timed(window)?;
+        m.start();
+        let mut wcs = vec![WorkCompletion::default(); window];
+        let (mut ops, mut round) = (0u64, 0usize);
+        let limit = a.common.op_limit();
+        while m.checkpoint() && ops < limit {
+            let n = c.rpc.recv_cq.poll(&mut wcs)?;
+            if n == 0 {
+                continue;
+            }
+            c.latency.answered(n);
+            for wc in &wcs[..n] {
+                wc.result()?;
+                c.replies.take(&c.rpc, wc);
+            }
+            c.rpc.repost(&wcs[..n])?;
+            ops += n as u64;
+            m.count(ops);
+            // The sequencer refills its window at once; the echo client waits for the whole
+            // round.
+            match kind {
+                Kind::Sequencer => c.send_timed(n)?,
+                Kind::Echo => {
+                    round += n;
+                    if round == window {
+                        round = 0;
+                        c.send_timed(window)?;
+                    }
+                }
+            }
+        }
+        // The replies to the requests still out: the server answers every request it received.
+        c.outstanding = match kind {
+            Kind::Sequencer => window,
+            Kind::Echo => window - round,
+        };
+        Ok(())
+    }
+
+    fn finish(&self, mut c: Client, ctx: &ThreadCtx<'_>) -> Result<()> {
+        let (kind, a, reg) = (self.0.kind, self.0.a, &self.0.reg);
+        println!(
+            "main: Client {}: average latency = {:.2} us",
+            c.id,
+            c.latency.average_us()
+        );
+        let replies = &mut c.replies;
+        let drained =
+            c.rpc
+                .drain_replies(c.outstanding, drain_timeout(ctx.attention), |rpc, wc| {
+                    replies.take(rpc, wc);
+                    Ok(())
+                });
+        if !settle(drained, &c.me, ctx.attention)? {
+            return publish_done(reg, &c.me);
+        }
+        c.rpc.out.drain()?;
+        if a.common.verify {
+            if let Some(bad) = &c.replies.bad {
+                return Err(Error::Verify(format!("{}: {bad}", c.me)));
+            }
+            match kind {
+                Kind::Sequencer => {
+                    report_client(reg, &c.me, c.id, &c.replies.seq, c.server_run)?;
+                }
+                Kind::Echo => println!(
+                    "main: Client {}: verify ok: {} replies, each carrying its request's payload back",
+                    c.id, c.sent
+                ),
+            }
+        }
+        publish_done(reg, &c.me)
+    }
+}
+
+/// Both sides count: the servers the requests they answer, the clients their replies.
+const ROLES: &[RoleSpec] = &[
+    RoleSpec {
+        name: "server",
+        flags: &[],
+        counts: true,
+        outlives: true,
+        num_threads: false,
+    },
+    RoleSpec {
+        name: "client",
+        flags: &["--is-client", "1"],
+        counts: true,
+        outlives: false,
+        num_threads: true,
+    },
+];
+
+/// ss-sequencer.
+pub static SEQUENCER: Benchmark = Benchmark {
+    name: "ss-sequencer",
+    family: Family::Application,
+    roles: ROLES,
+    reports: "server",
+    op: "SEND",
+    output: Output::Rate,
+    suite: &[
+        "--num-server-threads 1 --max-num-clients 1 --postlist 16",
+        "--num-server-threads 1 --max-num-clients 1 --postlist 16 --disable-server-postlist 1",
+        "--num-server-threads 1 --max-num-clients 1 --postlist 1",
+    ],
+    command: SequencerArgs::command,
+    entry: sequencer_main,
+};
+
+/// ss-echo.
+pub static ECHO: Benchmark = Benchmark {
+    name: "ss-echo",
+    family: Family::Application,
+    roles: ROLES,
+    reports: "server",
+    op: "SEND",
+    output: Output::Rate,
+    suite: &["--num-server-threads 1 --max-num-clients 1 --postlist 16 --size 32"],
+    command: EchoArgs::command,
+    entry: echo_main,
+};

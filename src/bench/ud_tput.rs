@@ -6,21 +6,20 @@
 //! reposts that many RECVs with one `ibv_post_recv`. RECVs are `size + 40` bytes (the GRH).
 //! UD has no flow control: SENDs that find no RECV are dropped, so receivers count what arrived.
 
-use clap::Parser;
-
-use super::common::{
-    check_inline, fill_byte, port_index_for, require, CommonArgs, Lull, QueueArgs, Topology,
-};
-use super::endpoint::{publish_done, selective_loop, Endpoint, EndpointSpec};
-use super::runner::{run_threads, Role};
-use crate::control::stop_requested;
-use crate::error::{Error, Result};
-use crate::hot::{Op, RecvBatch, SendBatch, SendSpec, GRH_BYTES};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::{CommandFactory, Parser};
+
+use crate::error::{Error, Result};
+use crate::framework::{
+    self, check_inline, fill_byte, port_index_for, publish_done, require, Benchmark, CommonArgs,
+    Endpoint, EndpointSpec, Family, Lull, Meter, Output, Plan, QueueArgs, Role, RoleSpec,
+    ThreadCtx, Topology,
+};
+use crate::hot::{Op, RecvBatch, SendBatch, SendSpec, GRH_BYTES};
 use crate::registry::{PeerWatch, Registry};
-use crate::stats::{Counters, RunInfo};
+use crate::stats::RunInfo;
 use crate::verbs::{QpType, WorkCompletion};
 
 /// The immediate every ud-receiver SEND carries (and the server checks).
@@ -29,7 +28,7 @@ const POLL_BATCH: usize = 64;
 
 /// Flags of ud-sender and ud-receiver.
 #[derive(Parser, Debug, Clone)]
-pub struct UdArgs {
+pub(crate) struct UdArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub topo: Topology,
@@ -64,7 +63,7 @@ pub struct UdArgs {
     args_override_self = true,
     about = "Outbound UD SEND rate (ATC'16 rdma_bench): server threads send to client UD QPs"
 )]
-pub struct SenderArgs {
+pub(crate) struct SenderArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub ud: UdArgs,
@@ -78,7 +77,7 @@ pub struct SenderArgs {
     args_override_self = true,
     about = "Inbound UD SEND rate (ATC'16 rdma_bench): client threads send to server UD QPs"
 )]
-pub struct ReceiverArgs {
+pub(crate) struct ReceiverArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub ud: UdArgs,
@@ -90,18 +89,16 @@ enum Bench {
     Receiver,
 }
 
-/// Runs ud-sender.
-pub fn run_sender(a: SenderArgs) -> Result<()> {
-    run(Bench::Sender, &a.ud)
+fn sender_main() -> Result<()> {
+    run(Bench::Sender, &SenderArgs::parse().ud)
 }
 
-/// Runs ud-receiver.
-pub fn run_receiver(a: ReceiverArgs) -> Result<()> {
-    run(Bench::Receiver, &a.ud)
+fn receiver_main() -> Result<()> {
+    run(Bench::Receiver, &ReceiverArgs::parse().ud)
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(a: &UdArgs, sending: bool) -> Result<()> {
+pub(crate) fn validate(a: &UdArgs, sending: bool) -> Result<()> {
     a.common.check()?;
     a.topo.check()?;
     require(a.num_clients >= 1, || {
@@ -132,181 +129,252 @@ fn run(bench: Bench, a: &UdArgs) -> Result<()> {
     // ud-sender: servers send; ud-receiver: clients send.
     let sending = a.topo.is_client == (bench == Bench::Receiver);
     validate(a, sending)?;
-    let first_id = a.topo.first_id();
-    let info = RunInfo {
-        bench: if bench == Bench::Sender {
-            "ud-sender"
-        } else {
-            "ud-receiver"
-        },
-        role: a.topo.role_name(),
-        op: if sending { "SEND" } else { "RECV" },
-        size: a.size,
-        postlist: u64::from(a.postlist),
-        first_id,
-        json: a.common.json,
-    };
-    let threads = a.topo.threads();
-    println!("main: Using {threads} threads");
-    run_threads(info, Role::Counting, threads, &a.common, |t, counters| {
-        let global_id = first_id + t;
-        let spec = EndpointSpec {
-            qp_type: QpType::Ud,
-            queue_depth: a.queue.queue_depth,
-            recv_depth: if sending { 1 } else { a.rq_depth },
-            max_inline: a.queue.max_inline,
-            buf_size: 4096,
-            fill: fill_byte(sending, global_id),
-            ex: false,
-            access: None,
-        };
-        let port = a
-            .common
-            .open_port(port_index_for(&a.common, a.topo.dual_port, global_id))?;
-        let mut ep = Endpoint::new(&port, spec, a.common.placement())?;
-        let reg = a.common.registry()?;
-        let peers: Vec<String> = match (bench, sending) {
-            (Bench::Sender, true) => (0..a.num_clients).map(|c| format!("client-{c}")).collect(),
-            (Bench::Receiver, true) => vec![format!("server-{}", global_id % threads)],
-            _ => vec![],
-        };
-        let me = format!("{}-{global_id}", a.topo.role_name().to_lowercase());
-        if sending {
-            send_loop(a, bench, &mut ep, &reg, &me, &peers, t, counters)
-        } else {
-            recv_loop(a, bench, &mut ep, &reg, &me, t, counters)
-        }
-    })?;
+    let ud = Ud { a, bench, sending };
+    if sending {
+        framework::run(&Sending(ud), &a.common)?;
+    } else {
+        framework::run(&Receiving(ud), &a.common)?;
+    }
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn send_loop(
-    a: &UdArgs,
+/// What both sides of a UD run know.
+#[derive(Clone, Copy)]
+struct Ud<'a> {
+    a: &'a UdArgs,
     bench: Bench,
-    ep: &mut Endpoint,
-    reg: &Arc<Registry>,
-    me: &str,
-    peers: &[String],
-    t: usize,
-    counters: &Counters,
-) -> Result<()> {
-    // Receivers watch our entry (UD tells them nothing when we die) and wait for our done marker.
-    reg.announce(me, &ep.info())?;
-    let mut dests = Vec::with_capacity(peers.len());
-    // UD never reports a dead receiver: the report clock watches their registry entries instead.
-    let mut watches = Vec::with_capacity(peers.len());
-    for p in peers {
-        let e = reg.find_ready(p, a.common.wait())?;
-        let ah = ep.ah_to(&e.info).map_err(|err| {
-            Error::config(format!(
-                "cannot make an address handle to {p} (GID {}, from its registry entry): {err}",
-                e.info.gid()
-            ))
-        })?;
-        dests.push((ah, e.info.qpn));
-        watches.push(reg.watch(p, e.run_id, p));
-    }
-    let op = if bench == Bench::Receiver {
-        Op::SendImm(IMM)
-    } else {
-        Op::Send
-    };
-    let spec = SendSpec {
-        op,
-        postlist: a.postlist as usize,
-        size: a.size as u32,
-        stride: 0,
-        local_offset: 0,
-        remote_offset: 0,
-        inline: true,
-    };
-    let (qp, mr) = ep.parts();
-    let (ah0, qpn0) = &dests[0];
-    let mut batch = SendBatch::new_ud(qp, mr, spec, ah0, *qpn0)?;
-    for i in 0..batch.len() {
-        let (ah, qpn) = &dests[i % dests.len()];
-        batch.set_ud_dest(qp, i, ah, *qpn)?;
-    }
-    let counter = a.queue.counter();
-    selective_loop(qp, &mut batch, counter, a.common.op_limit(), t, counters)?;
-    drop(watches);
-    publish_done(reg, me)
+    sending: bool,
 }
 
-fn recv_loop(
-    a: &UdArgs,
-    bench: Bench,
-    ep: &mut Endpoint,
-    reg: &Arc<Registry>,
-    me: &str,
-    t: usize,
-    counters: &Counters,
-) -> Result<()> {
-    let len = (a.size as usize + GRH_BYTES) as u32;
-    let info = ep.info();
-    let (qp, mr) = ep.parts();
-    // Every RECV lands in the same bytes: the rate, not the data, is measured (as the original).
-    let mut recvs = RecvBatch::new(qp, mr, a.rq_depth as usize, len, 0, 0)?;
-    recvs.post(qp, a.rq_depth as usize)?;
-    reg.announce(me, &info)?;
-    let want = if bench == Bench::Receiver {
-        a.postlist as usize
-    } else {
-        POLL_BATCH
-    };
-    let mut wcs = vec![WorkCompletion::default(); want];
-    let cq = std::sync::Arc::clone(qp.recv_cq());
-    let mut ops = 0u64;
-    let mut bad_imm = 0u64;
-    // A receiver's rate covers first to last arrival, not the quiet after senders stop.
-    let mut lull = Lull::new(t);
-    let mut sender = SenderWatch::default();
-    while !stop_requested() {
-        let n = cq.poll(&mut wcs)?;
-        if n == 0 {
-            // Senders announce when they finish; look now and then (by the clock, not by a
-            // count of polls) so the poll loop stays tight.
-            if lull.empty(counters) && bench == Bench::Sender && sender.finished(reg)? {
-                break;
-            }
-            continue;
+impl Ud<'_> {
+    fn plan(&self) -> Plan {
+        let a = self.a;
+        let info = RunInfo {
+            bench: match self.bench {
+                Bench::Sender => SENDER.name,
+                Bench::Receiver => RECEIVER.name,
+            },
+            role: a.topo.role_name(),
+            op: if self.sending { "SEND" } else { "RECV" },
+            size: a.size,
+            postlist: u64::from(a.postlist),
+            first_id: a.topo.first_id(),
+            json: a.common.json,
+        };
+        Plan::counting(info, a.topo.threads())
+    }
+
+    /// Thread `ctx`'s UD endpoint and registry name.
+    fn endpoint(&self, ctx: &ThreadCtx<'_>) -> Result<(Endpoint, Arc<Registry>, String)> {
+        let a = self.a;
+        let spec = EndpointSpec {
+            qp_type: QpType::Ud,
+            queue_depth: a.queue.queue_depth,
+            recv_depth: if self.sending { 1 } else { a.rq_depth },
+            max_inline: a.queue.max_inline,
+            buf_size: 4096,
+            fill: fill_byte(self.sending, ctx.global_id),
+            ex: false,
+            access: None,
+        };
+        let port = ctx.open_port(port_index_for(&a.common, a.topo.dual_port, ctx.global_id))?;
+        let ep = Endpoint::new(&port, spec, a.common.placement())?;
+        let me = format!("{}-{}", a.topo.role_name().to_lowercase(), ctx.global_id);
+        Ok((ep, a.common.registry()?, me))
+    }
+}
+
+/// The sending side: each thread round-robins its SENDs over its receivers.
+struct Sending<'a>(Ud<'a>);
+
+/// A sending thread: its QP, the postlist over its receivers, and their liveness watches.
+struct Sender {
+    ep: Endpoint,
+    reg: Arc<Registry>,
+    me: String,
+    batch: SendBatch,
+    /// UD never reports a dead receiver: the report clock watches their registry entries.
+    watches: Vec<PeerWatch>,
+}
+
+impl Role for Sending<'_> {
+    type Thread = Sender;
+
+    fn plan(&self) -> Plan {
+        self.0.plan()
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Sender> {
+        let (a, bench) = (self.0.a, self.0.bench);
+        let (mut ep, reg, me) = self.0.endpoint(ctx)?;
+        let peers: Vec<String> = match bench {
+            Bench::Sender => (0..a.num_clients).map(|c| format!("client-{c}")).collect(),
+            Bench::Receiver => vec![format!("server-{}", ctx.global_id % a.topo.threads())],
+        };
+        // Receivers watch our entry (UD tells them nothing when we die) and wait for our done
+        // marker.
+        reg.announce(&me, &ep.info())?;
+        let mut dests = Vec::with_capacity(peers.len());
+        let mut watches = Vec::with_capacity(peers.len());
+        for p in &peers {
+            let e = reg.find_ready(p, ctx.wait())?;
+            let ah = ep.ah_to(&e.info).map_err(|err| {
+                Error::config(format!(
+                    "cannot make an address handle to {p} (GID {}, from its registry entry): {err}",
+                    e.info.gid()
+                ))
+            })?;
+            dests.push((ah, e.info.qpn));
+            watches.push(reg.watch(p, e.run_id, p));
         }
-        lull.busy(counters);
-        for wc in &wcs[..n] {
-            wc.result()?;
-            if bench == Bench::Receiver && wc.imm_data() != Some(IMM) {
-                bad_imm += 1;
-            }
+        let op = match bench {
+            Bench::Receiver => Op::SendImm(IMM),
+            Bench::Sender => Op::Send,
+        };
+        let spec = SendSpec {
+            op,
+            postlist: a.postlist as usize,
+            size: a.size as u32,
+            stride: 0,
+            local_offset: 0,
+            remote_offset: 0,
+            inline: true,
+        };
+        let (qp, mr) = ep.parts();
+        let (ah0, qpn0) = &dests[0];
+        let mut batch = SendBatch::new_ud(qp, mr, spec, ah0, *qpn0)?;
+        for i in 0..batch.len() {
+            let (ah, qpn) = &dests[i % dests.len()];
+            batch.set_ud_dest(qp, i, ah, *qpn)?;
         }
-        recvs.post(qp, n)?;
-        ops += n as u64;
-        counters.set(t, ops);
+        Ok(Sender {
+            ep,
+            reg,
+            me,
+            batch,
+            watches,
+        })
     }
-    lull.end(counters);
-    if bad_imm > 0 {
-        return Err(Error::Verify(format!(
-            "{bad_imm} SENDs arrived without immediate {IMM}"
-        )));
+
+    fn measure(&self, s: &mut Sender, m: &mut Meter<'_>) -> Result<()> {
+        let mut counter = self.0.a.queue.counter();
+        let limit = self.0.a.common.op_limit();
+        m.pump(s.ep.qp_mut(), &mut s.batch, &mut counter, limit)?;
+        Ok(())
     }
-    if a.common.verify && bench == Bench::Receiver && ops == 0 {
-        return Err(Error::Verify("no SEND arrived".into()));
+
+    fn finish(&self, s: Sender, _: &ThreadCtx<'_>) -> Result<()> {
+        drop(s.watches);
+        publish_done(&s.reg, &s.me)
     }
-    if a.common.verify && bench == Bench::Receiver {
-        println!("main: verify ok: {ops} SENDs carried immediate {IMM}");
+}
+
+/// The receiving side: each thread keeps RECVs posted and counts what arrives.
+struct Receiving<'a>(Ud<'a>);
+
+/// A receiving thread: its QP, its RECVs, and (ud-sender's clients) the sender's liveness.
+struct Receiver {
+    ep: Endpoint,
+    reg: Arc<Registry>,
+    me: String,
+    recvs: RecvBatch,
+    sender: SenderWatch,
+    /// SENDs counted, and how many of them lacked the immediate.
+    ops: u64,
+    bad_imm: u64,
+}
+
+impl Role for Receiving<'_> {
+    type Thread = Receiver;
+
+    fn plan(&self) -> Plan {
+        self.0.plan()
     }
-    if sender.done && ops == 0 {
-        return Err(Error::PeerLost {
-            peer: SENDER.into(),
-            what: "it finished, but none of its SENDs arrived here".into(),
-        });
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Receiver> {
+        let a = self.0.a;
+        let (mut ep, reg, me) = self.0.endpoint(ctx)?;
+        let len = (a.size as usize + GRH_BYTES) as u32;
+        let info = ep.info();
+        let (qp, mr) = ep.parts();
+        // Every RECV lands in the same bytes: the rate, not the data, is measured (as the
+        // original).
+        let mut recvs = RecvBatch::new(qp, mr, a.rq_depth as usize, len, 0, 0)?;
+        recvs.post(qp, a.rq_depth as usize)?;
+        reg.announce(&me, &info)?;
+        Ok(Receiver {
+            ep,
+            reg,
+            me,
+            recvs,
+            sender: SenderWatch::default(),
+            ops: 0,
+            bad_imm: 0,
+        })
     }
-    // Peers that watch us see that we left on purpose.
-    publish_done(reg, me)
+
+    fn measure(&self, r: &mut Receiver, m: &mut Meter<'_>) -> Result<()> {
+        let bench = self.0.bench;
+        let want = match bench {
+            Bench::Receiver => self.0.a.postlist as usize,
+            Bench::Sender => POLL_BATCH,
+        };
+        let mut wcs = vec![WorkCompletion::default(); want];
+        let qp = r.ep.qp_mut();
+        let cq = Arc::clone(qp.recv_cq());
+        // A receiver's rate covers first to last arrival, not the quiet after senders stop.
+        let mut lull = Lull::new();
+        while m.checkpoint() {
+            let n = cq.poll(&mut wcs)?;
+            if n == 0 {
+                // Senders announce when they finish; look now and then (by the clock, not by a
+                // count of polls) so the poll loop stays tight.
+                if lull.empty(m) && bench == Bench::Sender && r.sender.finished(&r.reg)? {
+                    break;
+                }
+                continue;
+            }
+            lull.busy(m);
+            for wc in &wcs[..n] {
+                wc.result()?;
+                if bench == Bench::Receiver && wc.imm_data() != Some(IMM) {
+                    r.bad_imm += 1;
+                }
+            }
+            r.recvs.post(qp, n)?;
+            r.ops += n as u64;
+            m.count(r.ops);
+        }
+        Ok(())
+    }
+
+    fn finish(&self, r: Receiver, _: &ThreadCtx<'_>) -> Result<()> {
+        let (bench, verify) = (self.0.bench, self.0.a.common.verify);
+        if r.bad_imm > 0 {
+            return Err(Error::Verify(format!(
+                "{} SENDs arrived without immediate {IMM}",
+                r.bad_imm
+            )));
+        }
+        if verify && bench == Bench::Receiver && r.ops == 0 {
+            return Err(Error::Verify("no SEND arrived".into()));
+        }
+        if verify && bench == Bench::Receiver {
+            println!("main: verify ok: {} SENDs carried immediate {IMM}", r.ops);
+        }
+        if r.sender.done && r.ops == 0 {
+            return Err(Error::PeerLost {
+                peer: SENDER_THREAD.into(),
+                what: "it finished, but none of its SENDs arrived here".into(),
+            });
+        }
+        // Peers that watch us see that we left on purpose.
+        publish_done(&r.reg, &r.me)
+    }
 }
 
 /// The ud-sender server thread whose end a receiving client waits for.
-const SENDER: &str = "server-0";
+const SENDER_THREAD: &str = "server-0";
 
 /// A ud-sender client's view of the sender: once its entry appears, the report clock watches its
 /// liveness (a killed sender ends the client with an error), and its done marker ends the client.
@@ -328,15 +396,59 @@ impl SenderWatch {
         }
         self.next_look = Some(now + Duration::from_millis(200));
         if self.run.is_none() {
-            if let Some(e) = reg.lookup(SENDER)? {
+            if let Some(e) = reg.lookup(SENDER_THREAD)? {
                 self.run = Some(e.run_id);
-                self._watch = Some(reg.watch(SENDER, e.run_id, SENDER));
+                self._watch = Some(reg.watch(SENDER_THREAD, e.run_id, SENDER_THREAD));
             }
         }
         self.done = match self.run {
-            Some(run) => reg.is_ready(&format!("{SENDER}-done"), Some(run))?,
+            Some(run) => reg.is_ready(&format!("{SENDER_THREAD}-done"), Some(run))?,
             None => false,
         };
         Ok(self.done)
     }
 }
+
+/// Both sides count: senders their SENDs, receivers what arrived.
+const ROLES: &[RoleSpec] = &[
+    RoleSpec {
+        name: "server",
+        flags: &[],
+        counts: true,
+        outlives: false,
+        num_threads: true,
+    },
+    RoleSpec {
+        name: "client",
+        flags: &["--is-client", "1"],
+        counts: true,
+        outlives: false,
+        num_threads: true,
+    },
+];
+
+/// ud-sender.
+pub static SENDER: Benchmark = Benchmark {
+    name: "ud-sender",
+    family: Family::Microbenchmark,
+    roles: ROLES,
+    reports: "server",
+    op: "SEND",
+    output: Output::Rate,
+    suite: &["--size 32 --postlist 16"],
+    command: SenderArgs::command,
+    entry: sender_main,
+};
+
+/// ud-receiver.
+pub static RECEIVER: Benchmark = Benchmark {
+    name: "ud-receiver",
+    family: Family::Microbenchmark,
+    roles: ROLES,
+    reports: "client",
+    op: "SEND",
+    output: Output::Rate,
+    suite: &["--size 32 --postlist 16"],
+    command: ReceiverArgs::command,
+    entry: receiver_main,
+};

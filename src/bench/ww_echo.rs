@@ -12,17 +12,18 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::common::{all_connected, flag01, require, slot_stride, CommonArgs, QueueArgs, Topology};
-use super::echo_payload;
-use super::endpoint::{publish_done, Endpoint, EndpointSpec};
-use super::runner::{run_threads, Role};
-use crate::control::stop_requested;
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, Op, PollTimeout, Remote, SendBatch, SendSpec};
-use crate::registry::Registry;
-use crate::stats::{Counters, RunInfo};
+use crate::framework::echo_payload;
+use crate::framework::{
+    self, flag01, port_index_for, publish_done, require, slot_stride, Benchmark, CommonArgs,
+    Endpoint, EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role, RoleSpec, ThreadCtx,
+    Topology,
+};
+use crate::hot::{poll_one, Op, Remote, SendBatch, SendSpec};
+use crate::registry::{PeerWatch, Registry};
+use crate::stats::RunInfo;
 use crate::verbs::QpType;
 
 /// ww-echo's command line.
@@ -34,7 +35,7 @@ use crate::verbs::QpType;
     about = "The paper's WRITE-request/WRITE-reply echo (ATC'16 rdma_bench): windows of inlined \
 WRITEs each way between connected thread pairs"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub topo: Topology,
@@ -59,7 +60,7 @@ pub struct Args {
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(a: &Args) -> Result<()> {
+pub(crate) fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
     a.topo.check()?;
     require(a.window >= 1 && a.window <= a.max_window, || {
@@ -80,196 +81,246 @@ pub fn validate(a: &Args) -> Result<()> {
             a.size
         )
     })?;
-    super::common::check_inline(u64::from(a.size), a.queue.max_inline, "WRITEs")
+    crate::framework::check_inline(u64::from(a.size), a.queue.max_inline, "WRITEs")
 }
 
-/// Runs ww-echo.
-pub fn run(a: Args) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = Args::parse();
     validate(&a)?;
-    let first_id = a.topo.first_id();
-    let info = RunInfo {
-        bench: "ww-echo",
-        role: a.topo.role_name(),
-        op: "WRITE",
-        size: u64::from(a.size),
-        postlist: u64::from(a.window),
-        first_id,
-        json: a.common.json,
-    };
     let reg = a.common.registry()?;
-    println!("main: Using {} threads", a.topo.threads());
-    run_threads(
-        info,
-        Role::Counting,
-        a.topo.threads(),
-        &a.common,
-        |t, counters| pair(&a, &reg, first_id + t, t, counters),
-    )?;
+    framework::run(&Echoes { a: &a, reg }, &a.common)?;
     Ok(())
 }
 
-fn pair(a: &Args, reg: &Arc<Registry>, id: usize, t: usize, counters: &Counters) -> Result<()> {
-    let client = a.topo.is_client;
-    let port = a.common.open_port(super::common::port_index_for(
-        &a.common,
-        a.topo.dual_port,
-        id,
-    ))?;
-    let w = a.window as usize;
-    let slot = slot_stride(u64::from(a.size));
-    let spec = EndpointSpec {
-        qp_type: if a.use_uc { QpType::Uc } else { QpType::Rc },
-        queue_depth: a.queue.queue_depth,
-        recv_depth: 1,
-        max_inline: a.queue.max_inline,
-        // Slots the peer WRITEs into, then the slots our WRITEs are inlined from.
-        buf_size: 2 * w * slot,
-        fill: 0,
-        ex: false,
-        access: None,
-    };
-    let (me, peer) = if client {
-        (format!("client-{id}"), format!("server-{id}"))
-    } else {
-        (format!("server-{id}"), format!("client-{id}"))
-    };
-    let (mut ep, remote) = Endpoint::meet(
-        &port,
-        spec,
-        a.common.placement(),
-        reg,
-        &me,
-        &peer,
-        a.common.wait(),
-    )?;
-    // A peer killed mid-round never sends its done marker: the report clock notices its entry
-    // expire and ends the wait below instead of letting it spin.
-    let _watch = reg.watch(&peer, remote.run_id, &peer);
-    let (qp, mr) = ep.parts();
-    let send = SendSpec {
-        op: Op::Write,
-        postlist: w,
-        size: a.size,
-        stride: slot,
-        local_offset: w * slot,
-        remote_offset: 0,
-        inline: true,
-    };
-    let target = Remote::of(&remote.info);
-    let mut batch = SendBatch::new(qp, mr, send, Some(target))?;
-    // The round's last WRITE is signaled and reaped before the next round: RC and UC complete in
-    // order, so its CQE retires the whole window and at most `window` WRs are ever queued.
-    batch.set_signaled(w - 1, true);
-    let timeout = PollTimeout::default();
-    let size = a.size as usize;
-    // A side waits on a slot's last 8 bytes (the WRITE's last bytes, whatever the size): what
-    // `fill` put there for the tag it expects.
-    let tail = size - 8;
-    let tail_of = |tag: u64| {
-        let t = tag.to_le_bytes();
-        u64::from_le_bytes(std::array::from_fn(|k| t[(tail + k) % 8]))
-    };
-    let mut last8 = [0u8; 8];
-    let mut body = vec![0u8; size];
-    let mut want_body = vec![0u8; size];
-    let mut peer_done = PeerDone::new(&peer, remote.run_id);
-    let (mut ops, mut round) = (0u64, 0u64);
-    let tag_of = |round: u64, j: usize| echo_payload::tag(id, round * w as u64 + j as u64 + 1);
-    if client {
-        all_connected(counters)?;
-        counters.start(t);
-    }
-    while !stop_requested() && ops < a.common.op_limit() {
-        if client {
-            for j in 0..w {
-                echo_payload::fill(&mut body, tag_of(round, j));
-                mr.write(w * slot + j * slot, &body);
-            }
-            batch.post(qp)?;
-            poll_one(qp.send_cq(), timeout)?;
-        }
-        // The peer's window (requests at the server, replies at the client): a slot is in once
-        // its last 8 bytes hold what we expect there, then once all its bytes do (a WRITE's
-        // bytes land in no guaranteed order: Soft-RoCE copies them with memcpy).
-        for j in 0..w {
-            let tag = tag_of(round, j);
-            let want = tail_of(tag);
-            let mut spins = 0u32;
-            while {
-                mr.read(j * slot + tail, &mut last8);
-                u64::from_le_bytes(last8) != want
-            } {
-                spins = spins.wrapping_add(1);
-                if spins.is_multiple_of(4096) {
-                    if stop_requested() {
-                        break;
-                    }
-                    if peer_done.check(reg)? {
-                        if client {
-                            return Err(Error::PeerLost {
-                                peer,
-                                what: "it finished while replies to this round were outstanding"
-                                    .into(),
-                            });
-                        }
-                        // The client finished after its last round: so do we.
-                        return finish(reg, &me, counters, t, ops > 0);
-                    }
-                }
-            }
-            if stop_requested() {
-                break;
-            }
-            echo_payload::fill(&mut want_body, tag);
-            let deadline = Instant::now() + Duration::from_secs(1);
-            loop {
-                mr.read(j * slot, &mut body);
-                if body == want_body {
-                    // The server echoes the request as it found it: into the slot its reply
-                    // is inlined from.
-                    if !client {
-                        mr.write(w * slot + j * slot, &body);
-                    }
-                    break;
-                }
-                if Instant::now() >= deadline {
-                    let what = if client { "reply" } else { "request" };
-                    return Err(Error::Verify(format!(
-                        "the {what} in slot {j} ended with its tag but its bytes are not {tag:#x}'s \
-                         (bytes {:02x?})",
-                        &body[..body.len().min(16)]
-                    )));
-                }
-            }
-        }
-        if stop_requested() {
-            break;
-        }
-        // The slots' other bytes are read after their tails were seen.
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-        if !client {
-            if ops == 0 {
-                counters.start(t);
-            }
-            batch.post(qp)?;
-            poll_one(qp.send_cq(), timeout)?;
-        }
-        round += 1;
-        ops += w as u64;
-        counters.set(t, ops);
-    }
-    if client && a.common.verify && ops > 0 {
-        println!("main: Client {id}: verify ok: {ops} replies, each its request's payload");
-    }
-    finish(reg, &me, counters, t, ops > 0)
+/// Both sides: each thread is one end of a connected pair, client or server as the flags say.
+struct Echoes<'a> {
+    a: &'a Args,
+    reg: Arc<Registry>,
 }
 
-fn finish(reg: &Registry, me: &str, counters: &Counters, t: usize, started: bool) -> Result<()> {
-    if started {
-        counters.stop(t);
-    }
-    publish_done(reg, me)
+/// One end of a pair: its QP, the prebuilt window of WRITEs, and what it knows of the peer.
+struct End {
+    id: usize,
+    me: String,
+    peer: String,
+    ep: Endpoint,
+    batch: SendBatch,
+    peer_done: PeerDone,
+    /// A peer killed mid-round never sends its done marker: the report clock notices its entry
+    /// expire and ends the waits of the measure step instead of letting them spin.
+    _watch: PeerWatch,
+    ops: u64,
 }
+
+impl Role for Echoes<'_> {
+    type Thread = End;
+
+    fn plan(&self) -> Plan {
+        let a = self.a;
+        let info = RunInfo {
+            bench: BENCH.name,
+            role: a.topo.role_name(),
+            op: "WRITE",
+            size: u64::from(a.size),
+            postlist: u64::from(a.window),
+            first_id: a.topo.first_id(),
+            json: a.common.json,
+        };
+        Plan::counting(info, a.topo.threads())
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<End> {
+        let (a, reg, id) = (self.a, &self.reg, ctx.global_id);
+        let port = ctx.open_port(port_index_for(&a.common, a.topo.dual_port, id))?;
+        let w = a.window as usize;
+        let slot = slot_stride(u64::from(a.size));
+        let spec = EndpointSpec {
+            qp_type: if a.use_uc { QpType::Uc } else { QpType::Rc },
+            queue_depth: a.queue.queue_depth,
+            recv_depth: 1,
+            max_inline: a.queue.max_inline,
+            // Slots the peer WRITEs into, then the slots our WRITEs are inlined from.
+            buf_size: 2 * w * slot,
+            fill: 0,
+            ex: false,
+            access: None,
+        };
+        let (me, peer) = if a.topo.is_client {
+            (format!("client-{id}"), format!("server-{id}"))
+        } else {
+            (format!("server-{id}"), format!("client-{id}"))
+        };
+        let placement = a.common.placement();
+        let (mut ep, remote) = Endpoint::meet(&port, spec, placement, reg, &me, &peer, ctx.wait())?;
+        let watch = reg.watch(&peer, remote.run_id, &peer);
+        let (qp, mr) = ep.parts();
+        let send = SendSpec {
+            op: Op::Write,
+            postlist: w,
+            size: a.size,
+            stride: slot,
+            local_offset: w * slot,
+            remote_offset: 0,
+            inline: true,
+        };
+        let mut batch = SendBatch::new(qp, mr, send, Some(Remote::of(&remote.info)))?;
+        // The round's last WRITE is signaled and reaped before the next round: RC and UC
+        // complete in order, so its CQE retires the whole window and at most `window` WRs are
+        // ever queued.
+        batch.set_signaled(w - 1, true);
+        Ok(End {
+            id,
+            me,
+            peer_done: PeerDone::new(&peer, remote.run_id),
+            peer,
+            ep,
+            batch,
+            _watch: watch,
+            ops: 0,
+        })
+    }
+
+    fn measure(&self, e: &mut End, m: &mut Meter<'_>) -> Result<()> {
+        let (a, reg) = (self.a, &self.reg);
+        let client = a.topo.is_client;
+        let id = e.id;
+        let (qp, mr) = e.ep.parts();
+        let batch = &mut e.batch;
+        let w = a.window as usize;
+        let slot = slot_stride(u64::from(a.size));
+        let timeout = m.poll_timeout();
+        let size = a.size as usize;
+        // A side waits on a slot's last 8 bytes (the WRITE's last bytes, whatever the size):
+        // what `fill` put there for the tag it expects.
+        let tail = size - 8;
+        let tail_of = |tag: u64| {
+            let t = tag.to_le_bytes();
+            u64::from_le_bytes(std::array::from_fn(|k| t[(tail + k) % 8]))
+        };
+        let mut last8 = [0u8; 8];
+        let mut body = vec![0u8; size];
+        let mut want_body = vec![0u8; size];
+        let mut round = 0u64;
+        let tag_of = |round: u64, j: usize| echo_payload::tag(id, round * w as u64 + j as u64 + 1);
+        if client {
+            m.start();
+        }
+        'rounds: while m.checkpoint() && e.ops < a.common.op_limit() {
+            if client {
+                for j in 0..w {
+                    echo_payload::fill(&mut body, tag_of(round, j));
+                    mr.write(w * slot + j * slot, &body);
+                }
+                batch.post(qp)?;
+                poll_one(qp.send_cq(), timeout)?;
+            }
+            // The peer's window (requests at the server, replies at the client): a slot is in
+            // once its last 8 bytes hold what we expect there, then once all its bytes do (a
+            // WRITE's bytes land in no guaranteed order: Soft-RoCE copies them with memcpy).
+            for j in 0..w {
+                let tag = tag_of(round, j);
+                let want = tail_of(tag);
+                let mut spins = 0u32;
+                while {
+                    mr.read(j * slot + tail, &mut last8);
+                    u64::from_le_bytes(last8) != want
+                } {
+                    spins = spins.wrapping_add(1);
+                    if spins.is_multiple_of(4096) {
+                        if !m.checkpoint() {
+                            break 'rounds;
+                        }
+                        if e.peer_done.check(reg)? {
+                            if client {
+                                return Err(Error::PeerLost {
+                                    peer: e.peer.clone(),
+                                    what: "it finished while replies to this round were \
+                                           outstanding"
+                                        .into(),
+                                });
+                            }
+                            // The client finished after its last round: so do we.
+                            return Ok(());
+                        }
+                    }
+                }
+                echo_payload::fill(&mut want_body, tag);
+                let deadline = Instant::now() + Duration::from_secs(1);
+                loop {
+                    mr.read(j * slot, &mut body);
+                    if body == want_body {
+                        // The server echoes the request as it found it: into the slot its reply
+                        // is inlined from.
+                        if !client {
+                            mr.write(w * slot + j * slot, &body);
+                        }
+                        break;
+                    }
+                    if Instant::now() >= deadline {
+                        let what = if client { "reply" } else { "request" };
+                        return Err(Error::Verify(format!(
+                            "the {what} in slot {j} ended with its tag but its bytes are not \
+                             {tag:#x}'s (bytes {:02x?})",
+                            &body[..body.len().min(16)]
+                        )));
+                    }
+                }
+            }
+            // The slots' other bytes are read after their tails were seen.
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            if !client {
+                if e.ops == 0 {
+                    m.start();
+                }
+                batch.post(qp)?;
+                poll_one(qp.send_cq(), timeout)?;
+            }
+            round += 1;
+            e.ops += w as u64;
+            m.count(e.ops);
+        }
+        Ok(())
+    }
+
+    fn finish(&self, e: End, _: &ThreadCtx<'_>) -> Result<()> {
+        let a = self.a;
+        if a.topo.is_client && a.common.verify && e.ops > 0 {
+            println!(
+                "main: Client {}: verify ok: {} replies, each its request's payload",
+                e.id, e.ops
+            );
+        }
+        publish_done(&self.reg, &e.me)
+    }
+}
+
+/// ww-echo.
+pub static BENCH: Benchmark = Benchmark {
+    name: "ww-echo",
+    family: Family::Application,
+    roles: &[
+        RoleSpec {
+            name: "server",
+            flags: &[],
+            counts: true,
+            outlives: true,
+            num_threads: true,
+        },
+        RoleSpec {
+            name: "client",
+            flags: &["--is-client", "1"],
+            counts: true,
+            outlives: false,
+            num_threads: true,
+        },
+    ],
+    reports: "server",
+    op: "WRITE",
+    output: Output::Rate,
+    suite: &["--window 16 --size 28"],
+    command: Args::command,
+    entry,
+};
 
 /// Whether the peer marked itself done (looked up at most every 500 ms).
 struct PeerDone {

@@ -1,6 +1,4 @@
-//! atomics-sequencer: see `rdma_bench::bench::atomics_sequencer`.
-use rdma_bench::bench::{atomics_sequencer, runner};
-
+//! atomics-sequencer: see `rdma_bench::bench::ATOMICS_SEQUENCER`.
 fn main() {
-    runner::main::<atomics_sequencer::Args>("atomics-sequencer", atomics_sequencer::run);
+    rdma_bench::framework::main(&rdma_bench::bench::ATOMICS_SEQUENCER);
 }

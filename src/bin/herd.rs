@@ -1,6 +1,4 @@
-//! herd: see `rdma_bench::bench::herd`.
-use rdma_bench::bench::{herd, runner};
-
+//! herd: see `rdma_bench::bench::HERD`.
 fn main() {
-    runner::main::<herd::HerdArgs>("herd", herd::run);
+    rdma_bench::framework::main(&rdma_bench::bench::HERD);
 }

@@ -1,6 +1,4 @@
-//! rc-swarm: see `rdma_bench::bench::rc_swarm`.
-use rdma_bench::bench::{rc_swarm, runner};
-
+//! rc-swarm: see `rdma_bench::bench::RC_SWARM`.
 fn main() {
-    runner::main::<rc_swarm::Args>("rc-swarm", rc_swarm::run);
+    rdma_bench::framework::main(&rdma_bench::bench::RC_SWARM);
 }

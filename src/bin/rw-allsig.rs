@@ -1,6 +1,4 @@
-//! rw-allsig: see `rdma_bench::bench::rw_allsig`.
-use rdma_bench::bench::{runner, rw_allsig};
-
+//! rw-allsig: see `rdma_bench::bench::RW_ALLSIG`.
 fn main() {
-    runner::main::<rw_allsig::Args>("rw-allsig", rw_allsig::run);
+    rdma_bench::framework::main(&rdma_bench::bench::RW_ALLSIG);
 }

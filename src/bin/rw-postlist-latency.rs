@@ -1,6 +1,4 @@
-//! rw-postlist-latency: see `rdma_bench::bench::rw_postlist_latency`.
-use rdma_bench::bench::{runner, rw_postlist_latency};
-
+//! rw-postlist-latency: see `rdma_bench::bench::RW_POSTLIST_LATENCY`.
 fn main() {
-    runner::main::<rw_postlist_latency::Args>("rw-postlist-latency", rw_postlist_latency::run);
+    rdma_bench::framework::main(&rdma_bench::bench::RW_POSTLIST_LATENCY);
 }

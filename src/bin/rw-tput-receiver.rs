@@ -1,6 +1,4 @@
-//! rw-tput-receiver: see `rdma_bench::bench::rw_tput`.
-use rdma_bench::bench::{runner, rw_tput};
-
+//! rw-tput-receiver: see `rdma_bench::bench::RW_TPUT_RECEIVER`.
 fn main() {
-    runner::main::<rw_tput::ReceiverArgs>("rw-tput-receiver", rw_tput::run_receiver);
+    rdma_bench::framework::main(&rdma_bench::bench::RW_TPUT_RECEIVER);
 }

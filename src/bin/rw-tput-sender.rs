@@ -1,6 +1,4 @@
-//! rw-tput-sender: see `rdma_bench::bench::rw_tput`.
-use rdma_bench::bench::{runner, rw_tput};
-
+//! rw-tput-sender: see `rdma_bench::bench::RW_TPUT_SENDER`.
 fn main() {
-    runner::main::<rw_tput::SenderArgs>("rw-tput-sender", rw_tput::run_sender);
+    rdma_bench::framework::main(&rdma_bench::bench::RW_TPUT_SENDER);
 }

@@ -1,6 +1,4 @@
-//! sender-scalability: see `rdma_bench::bench::sender_scalability`.
-use rdma_bench::bench::{runner, sender_scalability};
-
+//! sender-scalability: see `rdma_bench::bench::SENDER_SCALABILITY`.
 fn main() {
-    runner::main::<sender_scalability::Args>("sender-scalability", sender_scalability::run);
+    rdma_bench::framework::main(&rdma_bench::bench::SENDER_SCALABILITY);
 }

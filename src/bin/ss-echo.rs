@@ -1,6 +1,4 @@
-//! ss-echo: see `rdma_bench::bench::ss`.
-use rdma_bench::bench::{runner, ss};
-
+//! ss-echo: see `rdma_bench::bench::SS_ECHO`.
 fn main() {
-    runner::main::<ss::EchoArgs>("ss-echo", ss::run_echo);
+    rdma_bench::framework::main(&rdma_bench::bench::SS_ECHO);
 }

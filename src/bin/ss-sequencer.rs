@@ -1,6 +1,4 @@
-//! ss-sequencer: see `rdma_bench::bench::ss`.
-use rdma_bench::bench::{runner, ss};
-
+//! ss-sequencer: see `rdma_bench::bench::SS_SEQUENCER`.
 fn main() {
-    runner::main::<ss::SequencerArgs>("ss-sequencer", ss::run_sequencer);
+    rdma_bench::framework::main(&rdma_bench::bench::SS_SEQUENCER);
 }

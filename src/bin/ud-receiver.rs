@@ -1,6 +1,4 @@
-//! ud-receiver: see `rdma_bench::bench::ud_tput`.
-use rdma_bench::bench::{runner, ud_tput};
-
+//! ud-receiver: see `rdma_bench::bench::UD_RECEIVER`.
 fn main() {
-    runner::main::<ud_tput::ReceiverArgs>("ud-receiver", ud_tput::run_receiver);
+    rdma_bench::framework::main(&rdma_bench::bench::UD_RECEIVER);
 }

@@ -1,6 +1,4 @@
-//! ud-sender: see `rdma_bench::bench::ud_tput`.
-use rdma_bench::bench::{runner, ud_tput};
-
+//! ud-sender: see `rdma_bench::bench::UD_SENDER`.
 fn main() {
-    runner::main::<ud_tput::SenderArgs>("ud-sender", ud_tput::run_sender);
+    rdma_bench::framework::main(&rdma_bench::bench::UD_SENDER);
 }

@@ -1,6 +1,4 @@
-//! write-flush: see `rdma_bench::bench::write_probes::flush`.
-use rdma_bench::bench::{runner, write_probes::flush};
-
+//! write-flush: see `rdma_bench::bench::WRITE_FLUSH`.
 fn main() {
-    runner::main::<flush::Args>("write-flush", flush::run);
+    rdma_bench::framework::main(&rdma_bench::bench::WRITE_FLUSH);
 }

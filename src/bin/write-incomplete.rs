@@ -1,6 +1,4 @@
-//! write-incomplete: see `rdma_bench::bench::write_probes::incomplete`.
-use rdma_bench::bench::{runner, write_probes::incomplete};
-
+//! write-incomplete: see `rdma_bench::bench::WRITE_INCOMPLETE`.
 fn main() {
-    runner::main::<incomplete::Args>("write-incomplete", incomplete::run);
+    rdma_bench::framework::main(&rdma_bench::bench::WRITE_INCOMPLETE);
 }

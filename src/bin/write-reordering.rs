@@ -1,6 +1,4 @@
-//! write-reordering: see `rdma_bench::bench::write_probes::reordering`.
-use rdma_bench::bench::{runner, write_probes::reordering};
-
+//! write-reordering: see `rdma_bench::bench::WRITE_REORDERING`.
 fn main() {
-    runner::main::<reordering::Args>("write-reordering", reordering::run);
+    rdma_bench::framework::main(&rdma_bench::bench::WRITE_REORDERING);
 }

@@ -1,6 +1,4 @@
-//! ws-echo: see `rdma_bench::bench::ws`.
-use rdma_bench::bench::{runner, ws};
-
+//! ws-echo: see `rdma_bench::bench::WS_ECHO`.
 fn main() {
-    runner::main::<ws::EchoArgs>("ws-echo", ws::run_echo);
+    rdma_bench::framework::main(&rdma_bench::bench::WS_ECHO);
 }

@@ -1,6 +1,4 @@
-//! ws-sequencer: see `rdma_bench::bench::ws`.
-use rdma_bench::bench::{runner, ws};
-
+//! ws-sequencer: see `rdma_bench::bench::WS_SEQUENCER`.
 fn main() {
-    runner::main::<ws::SequencerArgs>("ws-sequencer", ws::run_sequencer);
+    rdma_bench::framework::main(&rdma_bench::bench::WS_SEQUENCER);
 }

@@ -1,6 +1,4 @@
-//! ww-echo: see `rdma_bench::bench::ww_echo`.
-use rdma_bench::bench::{runner, ww_echo};
-
+//! ww-echo: see `rdma_bench::bench::WW_ECHO`.
 fn main() {
-    runner::main::<ww_echo::Args>("ww-echo", ww_echo::run);
+    rdma_bench::framework::main(&rdma_bench::bench::WW_ECHO);
 }

@@ -25,7 +25,7 @@ mod signal;
 mod wr_batch;
 
 pub use crate::verbs::Op;
-pub use poll::{poll_exact, poll_one, PollTimeout};
+pub use poll::{poll_exact, poll_one, PollTimeout, Stall};
 pub use recv::{RecvBatch, RecvRing};
 pub use reply::{DestId, Payload, UdPostlist};
 pub use request::{RequestRegion, SlotLayout};
@@ -35,6 +35,7 @@ pub use signal::{check_batching, BatchSlot, Reap, UnsignaledCounter};
 pub use wr_batch::WrBatch;
 
 use crate::error::Result;
+use crate::stats::Tally;
 use crate::verbs::QueuePair;
 
 mod sealed {
@@ -149,29 +150,32 @@ impl Postlist for WrBatch {
     }
 }
 
-/// The throughput loop of every selectively-signaled sender: posts `batch` on `qp` until
-/// `keep_going(ops)` says stop or `limit` operations are posted (rounded up to whole postlists),
-/// then returns the count. Completions still out are left to [`UnsignaledCounter::drain`].
+/// The throughput loop of every selectively-signaled sender: posts `batch` on `qp`, from `ops`
+/// operations posted so far, until `limit` operations are posted (rounded up to whole
+/// postlists) or the run's attention ([`PollTimeout::attention`]) is raised, publishing the
+/// count to `tally`; returns the new count. The caller looks at what the attention is for (a
+/// stop, or a report tick: `framework::Meter::checkpoint`) and calls again to go on.
+/// Completions still out are left to [`UnsignaledCounter::drain`].
 ///
 /// The loop runs in stretches. The postlists before the next signaled WR need no decision, so
 /// they are posted back to back (one `ibv_post_send` and one compare each); then one postlist is
 /// posted through [`Postlist::post_selective`], which signals and reaps exactly as `counter`'s rule
-/// says, and `keep_going` is asked once (it may report progress and check for a stop).
+/// says; then the count is published and the attention looked at, once per stretch.
 #[inline(always)]
 pub fn pump<P: Postlist>(
     qp: &mut QueuePair,
     batch: &mut P,
     counter: &mut UnsignaledCounter,
+    mut ops: u64,
     limit: u64,
     timeout: PollTimeout,
-    mut keep_going: impl FnMut(u64) -> bool,
+    tally: Tally<'_>,
 ) -> Result<u64> {
     batch.check_qp(qp)?;
     let n = batch.len() as u32;
     counter.check_postlist(n)?;
     let per = u64::from(n);
-    let mut ops = 0u64;
-    while ops < limit && keep_going(ops) {
+    while ops < limit {
         // At postlist = unsig_batch every postlist is signaled: no stretch, no arithmetic.
         if counter.unsignaled_ahead() >= n {
             let room = (limit - ops).div_ceil(per);
@@ -187,7 +191,12 @@ pub fn pump<P: Postlist>(
         // SAFETY: the QP passed check_qp and the postlist check_postlist above.
         unsafe { batch.post_selective_unchecked(qp, counter, timeout)? };
         ops += per;
+        tally.set(ops);
+        if timeout.attention.is_raised() {
+            break;
+        }
     }
+    tally.set(ops);
     Ok(ops)
 }
 

@@ -1,19 +1,133 @@
 //! Busy polling with a bound: a lost completion becomes an error, never a silent hang.
+//!
+//! [`Stall`] is the one bound: it counts empty polls, reads the clock only once per 64 Ki of them
+//! (so it costs nothing while completions flow), fails after its limit of nothing, and gives up
+//! at once when the run was marked failed (a watcher found the peer gone: no 10 s stall). With
+//! events on, an empty poll sleeps until a completion event instead of spinning (perftest's
+//! `-e`). [`poll_exact`] and [`poll_one`] wait with it; loops that poll more than one CQ (the
+//! perftest tools) use it directly.
 
 use std::time::{Duration, Instant};
 
+use crate::control::Attention;
 use crate::error::{Error, Result};
-use crate::verbs::{CompletionQueue, WorkCompletion};
+use crate::verbs::{wait_any, CompletionQueue, WorkCompletion};
 
-/// How long a poll may spin before giving up. The clock is read only once per 64 Ki empty polls,
-/// so the bound costs nothing while completions flow.
+/// How long a poll may spin before giving up, and the run whose failure ends it early.
 #[derive(Debug, Clone, Copy)]
-pub struct PollTimeout(pub Duration);
+pub struct PollTimeout {
+    /// Give up after this long without a completion.
+    pub limit: Duration,
+    /// Ends the wait at once when the run is marked failed.
+    pub attention: Attention,
+}
 
-impl Default for PollTimeout {
+impl PollTimeout {
     /// 10 s: far above any RC retry cycle (timeout 14 × retry 7 ≈ 0.5 s).
-    fn default() -> Self {
-        PollTimeout(Duration::from_secs(10))
+    pub const DEFAULT: Duration = Duration::from_secs(10);
+
+    /// The default bound for a run with `attention`.
+    pub fn new(attention: Attention) -> PollTimeout {
+        PollTimeout {
+            limit: Self::DEFAULT,
+            attention,
+        }
+    }
+    /// Another limit.
+    pub fn with_limit(self, limit: Duration) -> PollTimeout {
+        PollTimeout { limit, ..self }
+    }
+}
+
+/// With events on, how long one wait for an event may sleep before the loop looks at the clock
+/// and for a stop again.
+const EVENT_WAIT: Duration = Duration::from_millis(100);
+
+/// The bound on a wait for completions (see the module docs).
+#[derive(Debug)]
+pub struct Stall {
+    empty: u32,
+    since: Option<Instant>,
+    bound: PollTimeout,
+    sleeps: bool,
+    hint: &'static str,
+}
+
+impl Stall {
+    /// A bound of `bound.limit`.
+    pub fn new(bound: PollTimeout) -> Stall {
+        Stall {
+            empty: 0,
+            since: None,
+            bound,
+            sleeps: false,
+            hint: "the peer is gone or the QP is stuck",
+        }
+    }
+
+    /// What the timeout's message suggests.
+    pub fn hint(self, hint: &'static str) -> Stall {
+        Stall { hint, ..self }
+    }
+
+    /// With `events`, an empty poll ([`Stall::idle_on`]) sleeps on the CQs' completion events,
+    /// and the clock is read at every empty poll, as each may have slept.
+    pub fn sleeping(self, events: bool) -> Stall {
+        Stall {
+            sleeps: events,
+            ..self
+        }
+    }
+
+    /// Progress was made: the bound starts again.
+    #[inline(always)]
+    pub fn progress(&mut self) {
+        self.empty = 0;
+        self.since = None;
+    }
+
+    /// Nothing arrived on `cqs`: with events on, sleeps until one reports an event (or
+    /// briefly); then as [`Stall::idle`].
+    #[inline(always)]
+    pub fn idle_on(
+        &mut self,
+        cqs: &[&CompletionQueue],
+        what: impl FnOnce() -> String,
+    ) -> Result<()> {
+        if self.sleeps {
+            wait_any(cqs, EVENT_WAIT)?;
+        }
+        self.idle(what)
+    }
+
+    /// Nothing arrived: an error after the limit of nothing (`no <what>`), or at once once the
+    /// run failed. `what` is called only then.
+    #[inline(always)]
+    pub fn idle(&mut self, what: impl FnOnce() -> String) -> Result<()> {
+        self.empty = self.empty.wrapping_add(1);
+        if self.sleeps || self.empty & 0xffff == 0 {
+            return self.look(what);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn look(&mut self, what: impl FnOnce() -> String) -> Result<()> {
+        if self.bound.attention.failed() {
+            return Err(Error::Stopped(format!(
+                "stopped waiting for {}: the run failed",
+                what()
+            )));
+        }
+        let t0 = *self.since.get_or_insert_with(Instant::now);
+        if t0.elapsed() > self.bound.limit {
+            return Err(Error::timeout(
+                format!("no {}", what()),
+                self.bound.limit,
+                Some(self.hint),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -39,31 +153,11 @@ pub fn poll_exact(
     timeout: PollTimeout,
 ) -> Result<()> {
     let mut got = 0;
-    let mut empty: u32 = 0;
-    let mut start: Option<Instant> = None;
+    let mut stall = Stall::new(timeout);
     while got < wcs.len() {
         let n = cq.poll(&mut wcs[got..])?;
         if n == 0 {
-            empty = empty.wrapping_add(1);
-            if empty & 0xffff == 0 {
-                // Let the report clock run (one-thread runs tick from stop checks) and give up
-                // at once when it found the run failed (e.g. the peer gone): no 10 s stall.
-                crate::control::stop_requested();
-                if crate::control::run_failed() {
-                    return Err(Error::Stopped(format!(
-                        "stopped waiting for completions ({got} of {} arrived): the run failed",
-                        wcs.len()
-                    )));
-                }
-                let t0 = *start.get_or_insert_with(Instant::now);
-                if t0.elapsed() > timeout.0 {
-                    return Err(Error::timeout(
-                        format!("no completion ({got} of {} arrived)", wcs.len()),
-                        timeout.0,
-                        Some("the peer is gone or the QP is stuck"),
-                    ));
-                }
-            }
+            stall.idle(|| format!("completion ({got} of {} arrived)", wcs.len()))?;
             continue;
         }
         for wc in &wcs[got..got + n] {

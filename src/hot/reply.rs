@@ -79,13 +79,14 @@ unsafe impl Send for UdPostlist {}
 impl UdPostlist {
     /// A table over `qps` (UD, one PD, at least one), replying from `mr` (slot `i` of the
     /// postlist at `i·slot_bytes`), at most `max_postlist` replies per doorbell, each QP
-    /// signaling as `counter` says.
+    /// signaling as `counter` says and reaping within `timeout`.
     pub fn new(
         mut qps: Vec<QueuePair>,
         mr: &Arc<MemoryRegion>,
         max_postlist: usize,
         slot_bytes: usize,
         counter: UnsignaledCounter,
+        timeout: PollTimeout,
     ) -> Result<Self> {
         let bad = |m: String| Err(Error::config(m));
         let Some(first) = qps.first() else {
@@ -200,7 +201,7 @@ impl UdPostlist {
             source,
             staged: 0,
             next_qp: 0,
-            timeout: PollTimeout::default(),
+            timeout,
             poisoned: false,
             doorbells: 0,
             replies: 0,

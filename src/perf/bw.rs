@@ -7,7 +7,7 @@
 //! the cycle buffer steps its local and remote addresses by INC per post, wrapping in the cycle
 //! buffer. Posts and completions are stamped for the peak unless `-N` (or `-D`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::clock::{self, SampledWindow};
 use super::receives::Receives;
@@ -15,15 +15,15 @@ use super::session::Session;
 use super::settings::AtomicType;
 use super::stats::{peak_ticks_per_msg, BwRow};
 use super::Verb;
-use crate::control::stop_requested;
-use crate::error::{Error, Result};
-use crate::hot::{poll_exact, PollTimeout, Remote, SendBatch, SendSpec};
-use crate::verbs::{wait_any, CompletionQueue, Op, WorkCompletion};
+use crate::error::Result;
+use crate::control::Attention;
+use crate::hot::{poll_exact, PollTimeout, Remote, SendBatch, SendSpec, Stall};
+use crate::verbs::{Op, WorkCompletion};
 
 /// perftest polls up to this many completions at once (CTX_POLL_BATCH).
 pub(super) const POLL_BATCH: usize = 16;
 /// Without any completion for this long, the run has failed.
-const STALL: Duration = Duration::from_secs(10);
+pub(crate) const STALL: Duration = PollTimeout::DEFAULT;
 
 /// The operation of a test's WRs.
 pub fn op_of(verb: Verb, atomic: AtomicType) -> Op {
@@ -38,76 +38,12 @@ pub fn op_of(verb: Verb, atomic: AtomicType) -> Op {
     }
 }
 
-/// With `-e`, how long one wait for an event may sleep before the loop looks at the clock and
-/// for a stop request again.
-const EVENT_WAIT: Duration = Duration::from_millis(100);
-
-/// Counts empty polls and fails a run that stopped completing (the peer gone, the QP in error);
-/// with `-e` an empty poll sleeps until a completion event instead of spinning.
-pub(crate) struct StallGuard {
-    empty: u32,
-    since: Option<Instant>,
-    limit: Duration,
-    sleeps: bool,
-}
-
-impl StallGuard {
-    pub(crate) fn new() -> Self {
-        Self::with_limit(STALL)
-    }
-
-    pub(crate) fn with_limit(limit: Duration) -> Self {
-        StallGuard {
-            empty: 0,
-            since: None,
-            limit,
-            sleeps: false,
-        }
-    }
-
-    /// `-e`: [`StallGuard::idle_on`] sleeps on completion events; the clock is read at every
-    /// empty poll, as each may have slept.
-    pub(crate) fn sleeping(self, events: bool) -> Self {
-        StallGuard {
-            sleeps: events,
-            ..self
-        }
-    }
-
-    /// Nothing arrived on `cqs`: with `-e` sleeps until one reports an event (or briefly),
-    /// then as [`StallGuard::idle`].
-    #[inline(always)]
-    pub(crate) fn idle_on(&mut self, cqs: &[&CompletionQueue], what: &str) -> Result<()> {
-        if self.sleeps {
-            wait_any(cqs, EVENT_WAIT)?;
-        }
-        self.idle(what)
-    }
-
-    /// Progress was made.
-    #[inline(always)]
-    pub(crate) fn progress(&mut self) {
-        self.empty = 0;
-        self.since = None;
-    }
-
-    /// Nothing arrived: errors after the limit (10 s unless set) of nothing, checking the clock
-    /// once per 64 Ki.
-    #[inline(always)]
-    pub(crate) fn idle(&mut self, what: &str) -> Result<()> {
-        self.empty = self.empty.wrapping_add(1);
-        if self.sleeps || self.empty & 0xffff == 0 {
-            let t0 = *self.since.get_or_insert_with(Instant::now);
-            if t0.elapsed() > self.limit {
-                return Err(Error::timeout(
-                    format!("no {what}"),
-                    self.limit,
-                    Some("the peer is gone, or runs another test or size"),
-                ));
-            }
-        }
-        Ok(())
-    }
+/// perftest's bound on a wait for completions ([`Stall`]): `limit` of nothing (10 s unless said)
+/// fails the run; with `-e` (`events`) an empty poll sleeps on the CQs' completion events.
+pub(crate) fn stall(attention: Attention, limit: Duration, events: bool) -> Stall {
+    Stall::new(PollTimeout::new(attention).with_limit(limit))
+        .sleeping(events)
+        .hint("the peer is gone, or runs another test or size")
 }
 
 /// Builds QP `q`'s batch for `size`-byte messages.
@@ -167,7 +103,7 @@ pub fn warm_up(s: &mut Session, size: u64) -> Result<()> {
             pl / cq_mod
         };
         let mut wcs = vec![WorkCompletion::default(); signaled as usize];
-        poll_exact(qp.send_cq(), &mut wcs, PollTimeout::default())?;
+        poll_exact(qp.send_cq(), &mut wcs, PollTimeout::new(s.attention))?;
     }
     Ok(())
 }
@@ -209,7 +145,8 @@ pub fn post_side(
     let mut ccnt = vec![0u64; nq];
     let (mut totscnt, mut totccnt) = (0u64, 0u64);
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
-    let mut guard = StallGuard::new().sleeping(st.events.is_some());
+    let attention = s.attention;
+    let mut guard = stall(attention, STALL, st.events.is_some());
     let send_cq = std::sync::Arc::clone(s.qps[0].send_cq());
     let recv_cq = std::sync::Arc::clone(s.qps[0].recv_cq());
     let both = [&*send_cq, &*recv_cq];
@@ -221,7 +158,7 @@ pub fn post_side(
     loop {
         if timed.is_some() {
             if !window.running() {
-                if !st.infinite || stop_requested() {
+                if !st.infinite || attention.stop_requested() {
                     break;
                 }
                 let row = BwRow::of_window(size, &window, st.gbits);
@@ -235,7 +172,7 @@ pub fn post_side(
             // the next size.
             break;
         }
-        if stop_requested() {
+        if attention.stop_requested() {
             break;
         }
         let mut arrived = 0;
@@ -245,7 +182,7 @@ pub fn post_side(
             window.count(arrived);
             if r.rcnt == 0 && !st.is_client {
                 if arrived == 0 {
-                    guard.idle_on(&both[1..], "SEND from the peer")?;
+                    guard.idle_on(&both[1..], || "SEND from the peer".into())?;
                 }
                 continue;
             }
@@ -280,7 +217,7 @@ pub fn post_side(
                     break;
                 }
             }
-            guard.idle_on(waits, "completion")?;
+            guard.idle_on(waits, || "completion".into())?;
             continue;
         }
         guard.progress();

@@ -11,7 +11,7 @@ use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use super::keys::{Dest, KEY_MSG_SIZE, KEY_MSG_SIZE_GID, KEY_STRUCT_SIZE};
-use crate::control::stop_requested;
+use crate::control::Attention;
 use crate::error::{Error, Result};
 
 /// The perftest protocol we speak: Debian 12's perftest 4.5+0.17 calls itself 6.06. A peer that
@@ -64,6 +64,8 @@ pub struct Channel {
     peer: String,
     /// The peer's version, as `atof` reads it.
     peer_version: f64,
+    /// A stop ends a wait for the peer.
+    attention: Attention,
 }
 
 /// The number at the start of a version string, as C's `atof` reads it (0 when there is none).
@@ -92,7 +94,12 @@ pub fn ipv4_of(host: &str, port: u16) -> Result<std::net::SocketAddrV4> {
 impl Channel {
     /// Connects to a server at `host:port`, retrying until `timeout` (the server may still be
     /// starting) or a stop request.
-    pub fn connect(host: &str, port: u16, timeout: Duration) -> Result<Channel> {
+    pub fn connect(
+        host: &str,
+        port: u16,
+        timeout: Duration,
+        attention: Attention,
+    ) -> Result<Channel> {
         let peer = format!("{host}:{port}");
         let deadline = Instant::now()
             .checked_add(timeout)
@@ -105,11 +112,11 @@ impl Channel {
             // perftest's channel is IPv4 only (AF_INET).
             for a in addrs.filter(|a| a.is_ipv4()) {
                 match TcpStream::connect_timeout(&a, Duration::from_secs(1)) {
-                    Ok(stream) => return Channel::ready(stream, true, peer),
+                    Ok(stream) => return Channel::ready(stream, true, peer, attention),
                     Err(e) => last = Some(e),
                 }
             }
-            if Instant::now() >= deadline || stop_requested() {
+            if Instant::now() >= deadline || attention.stop_requested() {
                 let why = last.map_or("no IPv4 address".to_string(), |e| e.to_string());
                 return Err(Error::Timeout {
                     what: format!("no server answered at {peer} ({why})"),
@@ -123,7 +130,7 @@ impl Channel {
 
     /// Waits for one client on `port` (all IPv4 addresses), for as long as it takes or until a
     /// stop request.
-    pub fn accept(port: u16) -> Result<Channel> {
+    pub fn accept(port: u16, attention: Attention) -> Result<Channel> {
         let listener = TcpListener::bind(("0.0.0.0", port)).map_err(|e| {
             Error::config(format!(
                 "cannot listen on TCP port {port}: {e} (another server running? pick one with -p)"
@@ -138,10 +145,10 @@ impl Channel {
                     stream
                         .set_nonblocking(false)
                         .map_err(|e| Error::config(format!("accepted socket: {e}")))?;
-                    return Channel::ready(stream, false, addr.ip().to_string());
+                    return Channel::ready(stream, false, addr.ip().to_string(), attention);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    if stop_requested() {
+                    if attention.stop_requested() {
                         return Err(Error::Stopped("stopped while waiting for a client".into()));
                     }
                     std::thread::sleep(Duration::from_millis(50));
@@ -151,7 +158,12 @@ impl Channel {
         }
     }
 
-    fn ready(stream: TcpStream, is_client: bool, peer: String) -> Result<Channel> {
+    fn ready(
+        stream: TcpStream,
+        is_client: bool,
+        peer: String,
+        attention: Attention,
+    ) -> Result<Channel> {
         stream
             .set_nodelay(true)
             .and_then(|()| stream.set_read_timeout(Some(READ_SLICE)))
@@ -161,6 +173,7 @@ impl Channel {
             is_client,
             peer,
             peer_version: 0.0,
+            attention,
         })
     }
 
@@ -168,6 +181,7 @@ impl Channel {
     #[cfg(has_rdmacm)]
     pub fn over_cm(link: super::cm_link::CmLink, is_client: bool, peer: String) -> Channel {
         Channel {
+            attention: link.attention(),
             link: Link::Cm(Box::new(link)),
             is_client,
             peer,
@@ -228,7 +242,7 @@ impl Channel {
                 }
                 Ok(n) => got += n,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    if stop_requested() && !wait.in_stop_grace(&mut stopped) {
+                    if self.attention.stop_requested() && !wait.in_stop_grace(&mut stopped) {
                         return Err(Error::Stopped(format!(
                             "stopped while waiting for {}",
                             self.peer

@@ -17,23 +17,24 @@ use super::report::WAITING_BANNER;
 use super::session::Session;
 #[cfg(has_rdmacm)]
 use super::Verb;
+use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::verbs::Port;
 
 /// `-R`: the exchange channel over RDMA CM, and the port its route uses.
 #[cfg(has_rdmacm)]
-pub(super) fn cm_channel(a: &PerfArgs) -> Result<(Channel, Port)> {
+pub(super) fn cm_channel(a: &PerfArgs, attention: Attention) -> Result<(Channel, Port)> {
     use super::cm_link::CmLink;
     let (channel, port) = match &a.server {
         Some(host) => {
             let addr = super::channel::ipv4_of(host, a.port)?;
             let timeout = Duration::from_secs(a.connect_timeout);
-            let (link, port) = CmLink::connect(addr, a.gid_index, timeout)?;
+            let (link, port) = CmLink::connect(addr, a.gid_index, timeout, attention)?;
             (Channel::over_cm(link, true, addr.to_string()), port)
         }
         None => {
             println!("{WAITING_BANNER}");
-            let (link, port) = CmLink::accept(a.port, a.gid_index)?;
+            let (link, port) = CmLink::accept(a.port, a.gid_index, attention)?;
             (
                 Channel::over_cm(link, false, "the RDMA CM client".into()),
                 port,
@@ -52,7 +53,7 @@ pub(super) fn cm_channel(a: &PerfArgs) -> Result<(Channel, Port)> {
 }
 
 #[cfg(not(has_rdmacm))]
-pub(super) fn cm_channel(_: &PerfArgs) -> Result<(Channel, Port)> {
+pub(super) fn cm_channel(_: &PerfArgs, _: Attention) -> Result<(Channel, Port)> {
     Err(Error::config(
         "-R needs librdmacm, and this rdma-bench was built without it (install librdmacm-dev or \
          rdma-core-devel and rebuild)",
@@ -85,7 +86,7 @@ impl Session {
             let start = std::time::Instant::now();
             for qp in &mut self.qps {
                 let id = retry_rejected(start, || {
-                    let mut id = CmId::resolve(addr)?;
+                    let mut id = CmId::resolve(addr, self.attention)?;
                     id.connect(qp, params, super::channel::SETUP_TIMEOUT)?;
                     Ok(id)
                 })?;
@@ -93,7 +94,8 @@ impl Session {
             }
         } else {
             let backlog = self.qps.len() as i32;
-            let listener = self.listen_in_handshake(|| CmId::listen(a.port, backlog))?;
+            let attention = self.attention;
+            let listener = self.listen_in_handshake(|| CmId::listen(a.port, backlog, attention))?;
             for qp in &mut self.qps {
                 let mut id = listener.next_request(Some(super::channel::SETUP_TIMEOUT))?;
                 id.accept(qp, params)?;
@@ -124,7 +126,7 @@ impl Session {
             for q in 0..self.qps.len() {
                 let qpn = self.qps[q].qp_num();
                 let (id, peer) = retry_rejected(start, || {
-                    let mut id = CmId::resolve_ud(addr)?;
+                    let mut id = CmId::resolve_ud(addr, self.attention)?;
                     let peer = id.connect_ud(qpn, timeout)?;
                     Ok((id, peer))
                 })?;
@@ -139,7 +141,10 @@ impl Session {
             }
         } else {
             let backlog = self.qps.len() as i32;
-            let listener = self.listen_in_handshake(|| CmId::listen_ud(a.port, backlog))?;
+            let listener = {
+                let attention = self.attention;
+                self.listen_in_handshake(|| CmId::listen_ud(a.port, backlog, attention))?
+            };
             for q in 0..self.qps.len() {
                 let mut id = listener.next_request(Some(timeout))?;
                 let qkey = id.ud_qkey()?;
@@ -154,7 +159,7 @@ impl Session {
                 id.accept_ud(self.qps[q].qp_num())?;
                 if both_send {
                     let cq = Arc::clone(self.qps[q].recv_cq());
-                    let wc = crate::hot::poll_one(&cq, crate::hot::PollTimeout(timeout))?;
+                    let wc = crate::hot::poll_one(&cq, crate::hot::PollTimeout::new(self.attention).with_limit(timeout))?;
                     let qpn = wc.imm_data().ok_or_else(|| {
                         Error::Protocol(
                             "RDMA CM: the UD client's first SEND has no immediate".into(),
@@ -204,7 +209,7 @@ impl Session {
         b.set_signaled(0, true);
         b.post(&mut self.qps[q])?;
         let cq = Arc::clone(self.qps[q].send_cq());
-        crate::hot::poll_one(&cq, crate::hot::PollTimeout::default()).map(|_| ())
+        crate::hot::poll_one(&cq, crate::hot::PollTimeout::new(self.attention)).map(|_| ())
     }
 
     #[cfg(not(has_rdmacm))]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::channel::{Wait, SETUP_TIMEOUT};
-use crate::control::stop_requested;
+use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::hot::{poll_one, PollTimeout, RecvBatch, SendBatch, SendSpec};
 use crate::mem::{HugeBuffer, HugePolicy, Placement};
@@ -38,6 +38,7 @@ pub struct CmLink {
     recv: RecvBatch,
     /// One prebuilt SEND per message size used so far.
     sends: Vec<(usize, SendBatch)>,
+    attention: Attention,
 }
 
 impl CmLink {
@@ -77,10 +78,11 @@ impl CmLink {
         server: SocketAddrV4,
         gid_index: Option<u32>,
         timeout: Duration,
+        attention: Attention,
     ) -> Result<(CmLink, Port)> {
         let start = Instant::now();
         loop {
-            let mut id = CmId::resolve(server)?;
+            let mut id = CmId::resolve(server, attention)?;
             let port = Self::port_of(&id, gid_index)?;
             let (mut qp, mr, recv) = Self::build(&port)?;
             match id.connect(&mut qp, COMM_PARAMS, SETUP_TIMEOUT) {
@@ -91,10 +93,11 @@ impl CmLink {
                         mr,
                         recv,
                         sends: Vec::new(),
+                        attention,
                     };
                     return Ok((link, port));
                 }
-                Err(Error::Config(_)) if start.elapsed() < timeout && !stop_requested() => {
+                Err(Error::Config(_)) if start.elapsed() < timeout && !attention.stop_requested() => {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(Error::Config(why)) => {
@@ -112,8 +115,12 @@ impl CmLink {
     /// Server: waits for one client on `port` (until a stop request) and accepts it. Returns the
     /// link and the port the connection uses. The listener is gone when this returns, so that
     /// the test's own listener may take the port.
-    pub fn accept(port_num: u16, gid_index: Option<u32>) -> Result<(CmLink, Port)> {
-        let listener = CmId::listen(port_num, 1)?;
+    pub fn accept(
+        port_num: u16,
+        gid_index: Option<u32>,
+        attention: Attention,
+    ) -> Result<(CmLink, Port)> {
+        let listener = CmId::listen(port_num, 1, attention)?;
         let mut id = listener.next_request(None)?;
         drop(listener);
         let port = Self::port_of(&id, gid_index)?;
@@ -126,9 +133,15 @@ impl CmLink {
                 mr,
                 recv,
                 sends: Vec::new(),
+                attention,
             },
             port,
         ))
+    }
+
+    /// The run's attention, as the link was made with.
+    pub fn attention(&self) -> Attention {
+        self.attention
     }
 
     /// Sends one message.
@@ -159,7 +172,7 @@ impl CmLink {
         };
         self.mr.write(0, msg);
         self.sends[i].1.post(&mut self.qp)?;
-        poll_one(self.qp.send_cq(), PollTimeout::default()).map(|_| ())
+        poll_one(self.qp.send_cq(), PollTimeout::new(self.attention)).map(|_| ())
     }
 
     /// Receives one message into `buf` (its length is the message's), then reposts the RECV.
@@ -176,7 +189,7 @@ impl CmLink {
             }
             empty = empty.wrapping_add(1);
             if empty.is_multiple_of(4096) {
-                if stop_requested() && !wait.in_stop_grace(&mut stopped) {
+                if self.attention.stop_requested() && !wait.in_stop_grace(&mut stopped) {
                     return Err(Error::Stopped("stopped while waiting for the peer".into()));
                 }
                 if self.id.peer_disconnected() {

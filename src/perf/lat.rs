@@ -3,12 +3,12 @@
 //! first) and `run_iter_lat` (READs or atomics, one at a time, the client only). Each post is
 //! stamped; a sample is the gap between two consecutive posts.
 
-use super::bw::{op_of, StallGuard};
+use super::bw::{op_of, stall, STALL};
 use super::clock::{self, SampledWindow};
 use super::session::Session;
 use super::Verb;
-use crate::control::stop_requested;
 use crate::error::Result;
+use crate::hot::Stall;
 use crate::hot::{poll_one, PollTimeout, RecvBatch, Remote, SendBatch, SendSpec};
 use crate::stats::Stamp;
 use crate::verbs::{CompletionQueue, WorkCompletion};
@@ -71,9 +71,10 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
     let (mut scnt, mut rcnt, mut ccnt) = (0u64, 0u64, 0u64);
     let qp = &mut s.qps[0];
     let cq = std::sync::Arc::clone(qp.send_cq());
-    let mut guard = StallGuard::new();
+    let attention = s.attention;
+    let mut guard = stall(attention, STALL, false);
     while scnt < iters || ccnt < iters || rcnt < iters || dur {
-        if !clk.running() || stop_requested() {
+        if !clk.running() || attention.stop_requested() {
             break;
         }
         if (rcnt < iters || dur) && !(scnt < 1 && server) {
@@ -81,10 +82,10 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
             let want = rcnt as u8;
             // Only the peer's WRITEs store there; a one-byte atomic load cannot tear.
             while mr.load_u8(poll_byte) != want {
-                if !clk.running() || stop_requested() {
+                if !clk.running() || attention.stop_requested() {
                     return Ok(finish(clk, posts));
                 }
-                guard.idle("WRITE from the peer")?;
+                guard.idle(|| "WRITE from the peer".into())?;
             }
             guard.progress();
         }
@@ -98,7 +99,7 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
             batch.post(qp)?;
         }
         if ccnt < iters || dur {
-            poll_one(&cq, PollTimeout::default())?;
+            poll_one(&cq, PollTimeout::new(attention))?;
             ccnt += 1;
             clk.count(1);
         }
@@ -107,7 +108,7 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
 }
 
 /// Waits for one completion on `cq` (sleeping on its events with `-e`).
-fn reap_one(cq: &CompletionQueue, guard: &mut StallGuard, what: &str) -> Result<()> {
+fn reap_one(cq: &CompletionQueue, guard: &mut Stall, what: &str) -> Result<()> {
     let mut wc = [WorkCompletion::default()];
     loop {
         if cq.poll(&mut wc)? == 1 {
@@ -115,7 +116,7 @@ fn reap_one(cq: &CompletionQueue, guard: &mut StallGuard, what: &str) -> Result<
             guard.progress();
             return Ok(());
         }
-        guard.idle_on(&[cq], what)?;
+        guard.idle_on(&[cq], || what.into())?;
     }
 }
 
@@ -128,9 +129,10 @@ pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
     let mut posts = Vec::with_capacity(iters as usize);
     let qp = &mut s.qps[0];
     let cq = std::sync::Arc::clone(qp.send_cq());
-    let mut guard = StallGuard::new().sleeping(s.settings.events.is_some());
+    let attention = s.attention;
+    let mut guard = stall(attention, STALL, s.settings.events.is_some());
     let mut scnt = 0u64;
-    while (scnt < iters || dur) && clk.running() && !stop_requested() {
+    while (scnt < iters || dur) && clk.running() && !attention.stop_requested() {
         if !dur {
             posts.push(clock::now());
         }
@@ -164,10 +166,11 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
     let send_cq = std::sync::Arc::clone(qp.send_cq());
     let recv_cq = std::sync::Arc::clone(qp.recv_cq());
     let mut wc = [WorkCompletion::default()];
-    let mut guard = StallGuard::new().sleeping(s.settings.events.is_some());
+    let attention = s.attention;
+    let mut guard = stall(attention, STALL, s.settings.events.is_some());
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     while scnt < iters || rcnt < iters || dur {
-        if !clk.running() || stop_requested() {
+        if !clk.running() || attention.stop_requested() {
             break;
         }
         if (rcnt < iters || dur) && !(scnt < 1 && client) {
@@ -176,10 +179,10 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
                     wc[0].result()?;
                     break;
                 }
-                if !clk.running() || stop_requested() {
+                if !clk.running() || attention.stop_requested() {
                     return Ok(finish(clk, posts));
                 }
-                guard.idle_on(&[&recv_cq], "SEND from the peer")?;
+                guard.idle_on(&[&recv_cq], || "SEND from the peer".into())?;
             }
             guard.progress();
             rcnt += 1;

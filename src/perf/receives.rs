@@ -5,13 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::bw::{StallGuard, POLL_BATCH};
+use super::bw::{stall, POLL_BATCH, STALL};
 use super::clock::{self, SampledWindow};
 use super::session::Session;
 use super::stats::BwRow;
-use crate::control::stop_requested;
 use crate::error::Result;
-use crate::hot::RecvBatch;
+use crate::hot::{RecvBatch, Stall};
 use crate::verbs::{CompletionQueue, QpType, WorkCompletion};
 
 /// Over UC and UD a receiver that has heard nothing for this long once SENDs flowed takes the
@@ -34,7 +33,7 @@ pub struct Receives {
     /// SENDs of the current size received, all QPs.
     pub rcnt: u64,
     lossy: bool,
-    quiet: StallGuard,
+    quiet: Stall,
 }
 
 impl Receives {
@@ -57,7 +56,7 @@ impl Receives {
             rx_depth: u64::from(s.settings.rx_depth),
             rcnt: 0,
             lossy: s.settings.qp_type != QpType::Rc,
-            quiet: StallGuard::with_limit(LOSS_QUIET).sleeping(s.settings.events.is_some()),
+            quiet: stall(s.attention, LOSS_QUIET, s.settings.events.is_some()),
         })
     }
 
@@ -114,7 +113,7 @@ impl Receives {
     /// Over UC or UD, once SENDs flowed: true when nothing came for a while, the rest being
     /// lost; says so on stderr. Call after an empty poll.
     pub fn gave_up(&mut self, total: u64, s: &Session) -> bool {
-        if !self.lossy || self.rcnt == 0 || self.quiet.idle("").is_ok() {
+        if !self.lossy || self.rcnt == 0 || self.quiet.idle(String::new).is_ok() {
             return false;
         }
         eprintln!(
@@ -141,8 +140,9 @@ pub fn receive_side(
     let st = s.settings.clone();
     let total = st.iters() * s.qps.len() as u64;
     let events = st.events.is_some();
-    let mut guard = StallGuard::new().sleeping(events);
-    let mut ended = StallGuard::with_limit(LOSS_QUIET).sleeping(events);
+    let attention = s.attention;
+    let mut guard = stall(attention, STALL, events);
+    let mut ended = stall(attention, LOSS_QUIET, events);
     let cq = Arc::clone(&rx.cq);
     let (mut first, mut last) = (0u64, 0u64);
     let timed = st.window();
@@ -166,7 +166,7 @@ pub fn receive_side(
         } else if rx.rcnt >= total {
             break;
         }
-        if stop_requested() {
+        if attention.stop_requested() {
             break;
         }
         let before = rx.rcnt;
@@ -174,13 +174,13 @@ pub fn receive_side(
         if n == 0 {
             if st.infinite && rx.rcnt > 0 {
                 // The client stops by Ctrl-C; it then waits for us at the closing handshake.
-                if ended.idle("").is_err() {
+                if ended.idle(String::new).is_err() {
                     break;
                 }
             } else if timed.is_none() && rx.gave_up(total, s) {
                 break;
             } else {
-                guard.idle_on(&[&cq], "SEND from the peer")?;
+                guard.idle_on(&[&cq], || "SEND from the peer".into())?;
             }
             continue;
         }

@@ -15,7 +15,7 @@ use super::session::Session;
 use super::settings::Length;
 use super::stats::{BwRow, LatencyStats};
 use super::{Test, Tool, Verb};
-use crate::control::{install_stop_signals, stop_requested};
+use crate::control::install_stop_signals;
 use crate::error::{Error, Result};
 use crate::stats::JsonObject;
 
@@ -24,13 +24,13 @@ use crate::stats::JsonObject;
 pub fn run(tool: Tool, a: PerfArgs) -> Result<()> {
     // Bad combinations are refused before anything is made or timed.
     let settings = super::settings::Settings::resolve(tool, &a)?;
-    install_stop_signals()?;
+    let attention = install_stop_signals()?;
     if settings.cpu_util {
         super::cpu::enable();
     }
     // Calibrate before anything is timed (perftest's get_cpu_mhz).
     clock::ticks_per_us();
-    let mut s = Session::open(settings, &a)?;
+    let mut s = Session::open(settings, &a, attention)?;
     let mut rows = Vec::new();
     match (tool.verb, tool.test) {
         (Verb::Send, Test::Bw) => send_bw(&mut s, &mut rows)?,
@@ -46,7 +46,7 @@ pub fn run(tool: Tool, a: PerfArgs) -> Result<()> {
                 .map_err(|e| Error::config(format!("cannot write {path}: {e}")))?;
         }
     }
-    if stop_requested() {
+    if attention.stop_requested() {
         return Err(Error::Stopped(
             "stopped by a signal; the table holds what was measured".into(),
         ));
@@ -126,7 +126,7 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         }
         rows.push(bw_json(&r));
         last = r;
-        if stop_requested() {
+        if s.attention.stop_requested() {
             break;
         }
     }
@@ -194,7 +194,7 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
                 println!("{}", bw_row(r, gbits));
             }
         }
-        if stop_requested() {
+        if s.attention.stop_requested() {
             break;
         }
     }
@@ -250,7 +250,7 @@ fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         if sweep {
             s.sync(Wait::Test)?;
         }
-        if stop_requested() {
+        if s.attention.stop_requested() {
             break;
         }
     }
@@ -291,7 +291,7 @@ fn write_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     for size in s.settings.sizes.clone() {
         let run = write_ping_pong(s, size)?;
         lat_report(s, size, run, rows);
-        if stop_requested() {
+        if s.attention.stop_requested() {
             break;
         }
     }
@@ -315,7 +315,7 @@ fn read_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     for size in s.settings.sizes.clone() {
         let run = read_round_trips(s, size)?;
         lat_report(s, size, run, rows);
-        if stop_requested() {
+        if s.attention.stop_requested() {
             break;
         }
     }
@@ -333,7 +333,7 @@ fn send_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         s.sync(Wait::Test)?;
         let run = send_ping_pong(s, size, &mut recv)?;
         lat_report(s, size, run, rows);
-        if stop_requested() {
+        if s.attention.stop_requested() {
             break;
         }
     }

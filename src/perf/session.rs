@@ -13,6 +13,7 @@ use super::layout::{local_page_and_line, mtu_bytes, Geometry};
 use super::report::{address_lines, TestInfo, WAITING_BANNER};
 use super::settings::Settings;
 use super::{Test, Verb};
+use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
 use crate::mem::{HugeBuffer, HugePolicy, Placement};
@@ -58,6 +59,8 @@ pub struct Session {
     psn: u32,
     /// ACK timeout exponent (-u).
     qp_timeout: u8,
+    /// The run's attention: every wait and loop of the test ends on a stop.
+    pub attention: Attention,
     /// The test QPs' RDMA CM connections (`-R`), one per QP.
     #[cfg(has_rdmacm)]
     pub(super) cm_ids: Vec<crate::verbs::cm::CmId>,
@@ -69,12 +72,12 @@ pub struct Session {
 impl Session {
     /// Opens the device, reaches the peer, agrees on versions, page size and MTU, and makes the
     /// QPs and the MR; prints perftest's banner and information block on the way.
-    pub fn open(mut settings: Settings, a: &PerfArgs) -> Result<Session> {
+    pub fn open(mut settings: Settings, a: &PerfArgs, attention: Attention) -> Result<Session> {
         let tool = settings.tool;
         // With -R the route to the server names the device, and the exchange runs over RDMA
         // CM; otherwise the device comes first (a bad -d fails before any peer is bothered).
         let (port, mut channel) = if a.rdma_cm {
-            let (c, p) = cm_channel(a)?;
+            let (c, p) = cm_channel(a, attention)?;
             (p, Some(c))
         } else {
             let port_index = usize::from(a.ib_port.max(1) - 1);
@@ -135,11 +138,11 @@ impl Session {
         let mut channel = match (channel.take(), &a.server) {
             (Some(c), _) => c,
             (None, Some(host)) => {
-                Channel::connect(host, a.port, Duration::from_secs(a.connect_timeout))?
+                Channel::connect(host, a.port, Duration::from_secs(a.connect_timeout), attention)?
             }
             (None, None) => {
                 println!("{WAITING_BANNER}");
-                Channel::accept(a.port)?
+                Channel::accept(a.port, attention)?
             }
         };
         channel.exchange_versions()?;
@@ -251,6 +254,7 @@ impl Session {
             mtu,
             psn,
             qp_timeout: a.qp_timeout,
+            attention,
             #[cfg(has_rdmacm)]
             cm_ids: Vec::new(),
             #[cfg(has_rdmacm)]

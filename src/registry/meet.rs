@@ -22,7 +22,7 @@ impl Registry {
             while seen.elapsed() < LIVE_WINDOW {
                 std::thread::sleep(POLL_INTERVAL);
                 live::refresh_if_due(self)?;
-                if opts.stop.is_some_and(|stop| stop()) {
+                if opts.stop.is_some_and(|a| a.stop_requested()) {
                     return Err(Error::Stopped(format!("stopped while waiting for {name}")));
                 }
                 match self.lookup(name)? {
@@ -110,7 +110,7 @@ impl Registry {
         {
             std::thread::sleep(POLL_INTERVAL);
             live::refresh_if_due(self)?;
-            if opts.stop.is_some_and(|stop| stop()) {
+            if opts.stop.is_some_and(|a| a.stop_requested()) {
                 return Err(Error::Stopped("stopped while waiting for peers".into()));
             }
             for (i, name) in names.iter().enumerate() {

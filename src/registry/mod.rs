@@ -74,8 +74,8 @@ pub struct WaitOptions {
     pub announce_every: Duration,
     /// Ignore entries published before this Unix time in ms (a previous run's leftovers).
     pub published_after_ms: Option<u64>,
-    /// Asked between probes: true ends the wait with [`Error::Stopped`] (e.g. on SIGINT).
-    pub stop: Option<fn() -> bool>,
+    /// Asked between probes: a stop ends the wait with [`Error::Stopped`] (e.g. on SIGINT).
+    pub stop: Option<crate::control::Attention>,
 }
 
 impl Default for WaitOptions {
@@ -305,7 +305,7 @@ impl Registry {
             }
             // Our own entries must outlive a long wait for a slow peer.
             live::refresh_if_due(self)?;
-            if opts.stop.is_some_and(|stop| stop()) {
+            if opts.stop.is_some_and(|a| a.stop_requested()) {
                 return Err(Error::Stopped(format!("stopped while waiting for {name}")));
             }
             let waited = start.elapsed();

@@ -11,6 +11,6 @@ mod stability;
 pub use cycles::{CycleClock, Stamp};
 pub use json::JsonObject;
 pub use latency::LatencySummary;
-pub use report::{Counters, Reporter, RunInfo, Summary};
+pub use report::{Counters, Reporter, RunInfo, Summary, Tally};
 pub use sample::{drift_first_last_tenth, t95, SampleStats};
 pub use stability::{StabilityLog, CV_LIMIT, DRIFT_LIMIT, STABILITY_CSV_HEADER};

@@ -94,6 +94,10 @@ impl Counters {
     pub fn set(&self, t: usize, ops: u64) {
         self.slots[t].ops.store(ops, Ordering::Relaxed);
     }
+    /// Where thread `t` publishes its running total, for a loop that only counts.
+    pub fn tally(&self, t: usize) -> Tally<'_> {
+        Tally(&self.slots[t].ops)
+    }
     /// Thread `t`'s running total.
     pub fn get(&self, t: usize) -> u64 {
         self.slots[t].ops.load(Ordering::Relaxed)
@@ -123,6 +127,18 @@ impl Counters {
     }
 }
 
+/// One thread's published running total ([`Counters::tally`]): a relaxed store per update.
+#[derive(Debug, Clone, Copy)]
+pub struct Tally<'a>(&'a AtomicU64);
+
+impl Tally<'_> {
+    /// Publishes the running total.
+    #[inline(always)]
+    pub fn set(self, ops: u64) {
+        self.0.store(ops, Ordering::Relaxed);
+    }
+}
+
 /// What a run is, for report lines and JSON.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
@@ -143,7 +159,7 @@ pub struct RunInfo {
 }
 
 /// Totals of a finished run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Summary {
     /// Operations across threads.
     pub ops: u64,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::comp_channel::CompletionChannel;
 use super::Context;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, WcStatus};
 use crate::sys;
 
 /// An `ibv_cq`, busy-polled, or with [`CompletionQueue::with_events`] also able to sleep until
@@ -194,10 +194,10 @@ impl WorkCompletion {
     pub fn wr_id(&self) -> u64 {
         self.0.wr_id
     }
-    /// Raw `ibv_wc_status` (0 = success).
+    /// The completion's status.
     #[inline(always)]
-    pub fn status(&self) -> u32 {
-        self.0.status
+    pub fn status(&self) -> WcStatus {
+        WcStatus::from_raw(self.0.status)
     }
     /// Raw `ibv_wc_opcode`.
     pub fn opcode(&self) -> u32 {
@@ -241,7 +241,7 @@ impl WorkCompletion {
             Ok(self)
         } else {
             Err(Error::Completion {
-                status: self.0.status,
+                status: WcStatus::from_raw(self.0.status),
                 opcode: self.0.opcode,
                 wr_id: self.0.wr_id,
                 vendor_err: self.0.vendor_err,

@@ -24,6 +24,7 @@ mod qp_info;
 #[cfg(has_wr_api)]
 mod wr;
 
+pub use crate::error::WcStatus;
 pub use ah::AddressHandle;
 pub use cq::{wait_any, CompletionQueue, WorkCompletion};
 pub use device::{devices, Context, Gid, LinkLayer, PortAttr, PortState};

@@ -9,30 +9,17 @@ use std::sync::Arc;
 use super::book::{Pending, RequestBook};
 use super::wire::{self, parse_imm, Request};
 use super::{owner, HerdArgs};
-use crate::bench::endpoint::publish_done;
-use crate::bench::request_rpc::{self, ClientLink, RpcShape, WindowClient};
-use crate::bench::ud_rpc::UdRpc;
 use crate::error::{Error, Result};
+use crate::framework::request_rpc::{connect_client, run_window, RpcShape, WindowClient};
+use crate::framework::ud_rpc::UdRpc;
+use crate::framework::{publish_done, Endpoint, Meter, Plan, Role, ThreadCtx};
 use crate::hot::{
     Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec, SlotLayout, UnsignaledCounter,
     GRH_BYTES,
 };
 use crate::kv::{splitmix64, value_of, Key, Zipf, MAX_VALUE, SPLITMIX_GAMMA};
-use crate::registry::Registry;
-use crate::stats::Counters;
-use crate::verbs::{MemoryRegion, QueuePair, WorkCompletion};
-
-pub(super) fn run(shape: RpcShape<'_>, ha: &HerdArgs, reg: &Arc<Registry>) -> Result<()> {
-    let zipf = ha
-        .zipf
-        .map(|theta| Zipf::new(ha.num_keys, theta))
-        .transpose()
-        .map_err(Error::Config)?;
-    request_rpc::run_clients(shape, &ha.rpc, |id, t, counters| {
-        client(shape, ha, reg, zipf.as_ref(), id, t, counters)
-    })?;
-    Ok(())
-}
+use crate::registry::{PeerWatch, Registry};
+use crate::verbs::WorkCompletion;
 
 /// The client's keys, draws and checks.
 struct Keys<'a> {
@@ -83,98 +70,144 @@ impl Keys<'_> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn client(
-    shape: RpcShape<'_>,
-    ha: &HerdArgs,
-    reg: &Arc<Registry>,
-    zipf: Option<&Zipf>,
-    id: usize,
-    t: usize,
-    counters: &Counters,
-) -> Result<()> {
-    let a = &ha.rpc;
-    let me = format!("client-{id}");
-    let ClientLink {
-        mut ep,
-        master: remote,
-        mut rpc,
-        workers: _,
-        watch: _workers,
-    } = request_rpc::connect_client(shape, a, reg, id, MAX_VALUE)?;
-    let (qp, mr) = ep.parts();
-    let send = SendSpec {
-        op: Op::Write,
-        postlist: 1,
-        size: ha.max_request() as u32,
-        stride: 0,
-        local_offset: 0,
-        remote_offset: 0,
-        inline: true,
-    };
-    let batch = SendBatch::new(qp, mr, send, Some(Remote::of(&remote.info)))?;
-    let clients = a.num_clients as u64;
-    let mut c = HerdClient {
-        batch,
-        qp,
-        mr,
-        sig: a.queue.counter(),
-        layout: a.layout(wire::SLOT_BYTES),
-        id,
-        book: RequestBook::new(a.num_workers, a.window),
-        held: None,
-        waits: 0,
-        value: [0; MAX_VALUE],
-        value_size: ha.value_size,
-        keys: Keys {
-            rng: 0xdead_beef ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            num_keys: ha.num_keys,
-            clients,
-            id: id as u64,
-            update_percentage: u64::from(ha.update_percentage),
+/// The client threads of one process.
+pub(super) struct Clients<'a> {
+    shape: RpcShape<'a>,
+    ha: &'a HerdArgs,
+    reg: Arc<Registry>,
+    zipf: Option<&'a Zipf>,
+}
+
+impl<'a> Clients<'a> {
+    pub(super) fn new(
+        shape: RpcShape<'a>,
+        ha: &'a HerdArgs,
+        reg: Arc<Registry>,
+        zipf: Option<&'a Zipf>,
+    ) -> Self {
+        Clients {
+            shape,
+            ha,
+            reg,
             zipf,
-            verify: a.common.verify,
-            versions: if a.common.verify {
-                vec![0; ha.num_keys.div_ceil(clients) as usize]
-            } else {
-                Vec::new()
+        }
+    }
+}
+
+/// A client thread: its reply QP and its sending side.
+pub(super) struct Client<'z> {
+    rpc: UdRpc,
+    sender: HerdClient<'z>,
+    _watch: PeerWatch,
+    /// Replies measured, or None when the last ones did not come after a signal.
+    measured: Option<u64>,
+}
+
+impl<'a> Role for Clients<'a> {
+    type Thread = Client<'a>;
+
+    fn plan(&self) -> Plan {
+        self.shape.client_plan(&self.ha.rpc)
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Client<'a>> {
+        let (ha, id) = (self.ha, ctx.global_id);
+        let a = &ha.rpc;
+        let link = connect_client(self.shape, a, &self.reg, ctx, MAX_VALUE)?;
+        let mut ep = link.ep;
+        let (qp, mr) = ep.parts();
+        let send = SendSpec {
+            op: Op::Write,
+            postlist: 1,
+            size: ha.max_request() as u32,
+            stride: 0,
+            local_offset: 0,
+            remote_offset: 0,
+            inline: true,
+        };
+        let batch = SendBatch::new(qp, mr, send, Some(Remote::of(&link.master.info)))?;
+        let clients = a.num_clients as u64;
+        let sender = HerdClient {
+            ep,
+            batch,
+            sig: a.queue.counter(),
+            timeout: PollTimeout::new(ctx.attention),
+            layout: a.layout(wire::SLOT_BYTES),
+            id,
+            book: RequestBook::new(a.num_workers, a.window),
+            held: None,
+            waits: 0,
+            value: [0; MAX_VALUE],
+            value_size: ha.value_size,
+            keys: Keys {
+                rng: 0xdead_beef ^ (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                num_keys: ha.num_keys,
+                clients,
+                id: id as u64,
+                update_percentage: u64::from(ha.update_percentage),
+                zipf: self.zipf,
+                verify: a.common.verify,
+                versions: if a.common.verify {
+                    vec![0; ha.num_keys.div_ceil(clients) as usize]
+                } else {
+                    Vec::new()
+                },
+                gets: 0,
+                hits: 0,
+                checked: 0,
             },
-            gets: 0,
-            hits: 0,
-            checked: 0,
-        },
-    };
-    let limit = a.common.op_limit();
-    if request_rpc::run_window(&mut rpc, &mut c, a.window, limit, counters, t, &me)?.is_none() {
-        return publish_done(reg, &me);
+        };
+        Ok(Client {
+            rpc: link.rpc,
+            sender,
+            _watch: link.watch,
+            measured: None,
+        })
     }
-    c.sig.drain(c.qp.send_cq(), PollTimeout::default())?;
-    let k = &c.keys;
-    let rate = if k.gets == 0 {
-        0.0
-    } else {
-        k.hits as f64 / k.gets as f64
-    };
-    println!(
-        "main: Client {id}: GET hit rate = {rate:.4} ({} of {} GETs); {} requests waited for a \
-         reply that a later one overtook",
-        k.hits, k.gets, c.waits
-    );
-    if a.common.verify {
+
+    fn measure(&self, c: &mut Client<'a>, m: &mut Meter<'_>) -> Result<()> {
+        let a = &self.ha.rpc;
+        let me = format!("client-{}", c.sender.id);
+        let limit = a.common.op_limit();
+        c.measured = run_window(&mut c.rpc, &mut c.sender, a.window, limit, m, &me)?;
+        Ok(())
+    }
+
+    fn finish(&self, mut c: Client<'a>, _: &ThreadCtx<'_>) -> Result<()> {
+        let (a, reg) = (&self.ha.rpc, &self.reg);
+        let s = &mut c.sender;
+        let (id, me) = (s.id, format!("client-{}", s.id));
+        if c.measured.is_none() {
+            return publish_done(reg, &me);
+        }
+        s.sig.drain(s.ep.qp().send_cq(), s.timeout)?;
+        let k = &s.keys;
+        let rate = if k.gets == 0 {
+            0.0
+        } else {
+            k.hits as f64 / k.gets as f64
+        };
         println!(
-            "main: Client {id}: verify ok: {} GET hits of its own keys matched the last value it PUT",
-            k.checked
+            "main: Client {id}: GET hit rate = {rate:.4} ({} of {} GETs); {} requests waited for a \
+             reply that a later one overtook",
+            k.hits, k.gets, s.waits
         );
+        if a.common.verify {
+            println!(
+                "main: Client {id}: verify ok: {} GET hits of its own keys matched the last value it PUT",
+                k.checked
+            );
+        }
+        publish_done(reg, &me)
     }
-    publish_done(reg, &me)
 }
 
 /// A client's sending and checking state.
-struct HerdClient<'a, 'z> {
+pub(super) struct HerdClient<'z> {
+    ep: Endpoint,
     batch: SendBatch,
-    qp: &'a mut QueuePair,
-    mr: &'a Arc<MemoryRegion>,
     sig: UnsignaledCounter,
+    timeout: PollTimeout,
     layout: SlotLayout,
     id: usize,
     /// Requests in flight.
@@ -188,7 +221,7 @@ struct HerdClient<'a, 'z> {
     keys: Keys<'z>,
 }
 
-impl WindowClient for HerdClient<'_, '_> {
+impl WindowClient for HerdClient<'_> {
     /// One request: drawn, built into our buffer (the WRITE is inlined, so the buffer is free
     /// again once posted), WRITTEN into the owning worker's next slot.
     #[inline]
@@ -221,8 +254,9 @@ impl WindowClient for HerdClient<'_, '_> {
         } else {
             Request::get(key, seq)
         };
+        let (qp, mr) = self.ep.parts();
         for (i, &word) in req.words.iter().enumerate().take(req.len.div_ceil(8)) {
-            self.mr.store_u64(8 * i, word);
+            mr.store_u64(8 * i, word);
         }
         let off = self.layout.offset(w, self.id, s) + wire::CHECK_AT;
         self.batch
@@ -235,8 +269,7 @@ impl WindowClient for HerdClient<'_, '_> {
                 version,
             },
         );
-        self.batch
-            .post_selective(self.qp, &mut self.sig, PollTimeout::default())?;
+        self.batch.post_selective(qp, &mut self.sig, self.timeout)?;
         Ok(true)
     }
 

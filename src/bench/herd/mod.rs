@@ -20,12 +20,14 @@ mod client;
 mod wire;
 mod worker;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::common::require;
-use super::request_rpc::{self, RpcArgs, RpcShape};
-use crate::error::Result;
-use crate::kv::{StoreConfig, MAX_BATCH, MAX_VALUE};
+use crate::error::{Error, Result};
+use crate::framework::request_rpc::{Master, RpcArgs, RpcShape, ROLES};
+use crate::framework::{self, require, Benchmark, Family, Output};
+use crate::kv::{StoreConfig, Zipf, MAX_BATCH, MAX_VALUE};
+use client::Clients;
+use worker::Workers;
 
 /// HERD's command line.
 #[derive(Parser, Debug, Clone)]
@@ -43,7 +45,7 @@ use crate::kv::{StoreConfig, MAX_BATCH, MAX_VALUE};
 WRITE GET/PUT requests into the master's request region over UC; workers poll it, run batches \
 against their store and answer with batched UD SENDs"
 )]
-pub struct HerdArgs {
+pub(crate) struct HerdArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub rpc: RpcArgs,
@@ -100,7 +102,7 @@ impl HerdArgs {
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(a: &HerdArgs) -> Result<()> {
+pub(crate) fn validate(a: &HerdArgs) -> Result<()> {
     let r = &a.rpc;
     require(r.num_workers <= 1 << 16 && r.window < 1 << 15, || {
         format!(
@@ -137,7 +139,7 @@ pub fn validate(a: &HerdArgs) -> Result<()> {
     if !r.master && !r.topo.is_client {
         a.store()
             .check()
-            .map_err(|e| crate::error::Error::config(format!("--num-buckets/--log-bytes: {e}")))?;
+            .map_err(|e| Error::config(format!("--num-buckets/--log-bytes: {e}")))?;
     }
     require(a.max_request() <= r.queue.max_inline as usize, || {
         format!(
@@ -148,28 +150,60 @@ pub fn validate(a: &HerdArgs) -> Result<()> {
             r.queue.max_inline
         )
     })?;
-    super::common::check_inline(a.value_size as u64, r.queue.max_inline, "replies")
+    crate::framework::check_inline(a.value_size as u64, r.queue.max_inline, "replies")
 }
 
-/// Runs herd in the role its flags name.
-pub fn run(a: HerdArgs) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = HerdArgs::parse();
     validate(&a)?;
     let reg = a.rpc.common.registry()?;
     let fields = a.layout_fields();
     let shape = RpcShape {
-        bench: "herd",
+        bench: BENCH.name,
         size: a.max_request() as u64,
         slot_bytes: wire::SLOT_BYTES,
         fields: &fields,
     };
+    let common = &a.rpc.common;
     if a.rpc.master {
-        request_rpc::run_master(shape, &a.rpc, &reg)
+        let master = Master {
+            shape,
+            args: &a.rpc,
+            reg,
+        };
+        master.announce()?;
+        framework::run(&master, common)?;
     } else if a.rpc.topo.is_client {
-        client::run(shape, &a, &reg)
+        let zipf = a
+            .zipf
+            .map(|theta| Zipf::new(a.num_keys, theta))
+            .transpose()
+            .map_err(Error::Config)?;
+        framework::run(&Clients::new(shape, &a, reg, zipf.as_ref()), common)?;
     } else {
-        worker::run(shape, &a, &reg)
+        let workers = Workers::new(shape, &a, reg);
+        framework::run(&workers, common)?;
+        workers.report();
     }
+    Ok(())
 }
+
+/// HERD.
+pub static BENCH: Benchmark = Benchmark {
+    name: "herd",
+    family: Family::Application,
+    roles: ROLES,
+    reports: "worker",
+    op: "SEND",
+    output: Output::Rate,
+    suite: &[
+        "--num-workers 1 --num-clients 1 --postlist 1 --window 16 --num-keys 65536 --num-buckets 16384 --log-bytes 8388608 --update-percentage 0",
+        "--num-workers 1 --num-clients 1 --postlist 1 --window 16 --num-keys 65536 --num-buckets 16384 --log-bytes 8388608 --update-percentage 5",
+        "--num-workers 1 --num-clients 1 --postlist 1 --window 16 --num-keys 65536 --num-buckets 16384 --log-bytes 8388608 --update-percentage 50",
+    ],
+    command: HerdArgs::command,
+    entry,
+};
 
 /// The worker that owns `key`.
 #[inline(always)]

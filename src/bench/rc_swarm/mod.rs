@@ -12,13 +12,13 @@
 mod swarm;
 mod worker;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::common::{flag01, require, CommonArgs};
 use crate::error::{Error, Result};
+use crate::framework::{flag01, require, Benchmark, CommonArgs, Family, Output, RoleSpec};
 use crate::hot::check_batching;
 
-pub use swarm::rank_from_env;
+
 
 /// Bytes of each thread's buffer (kAppBufSize).
 pub const BUF_SIZE: usize = 2 * 1024 * 1024;
@@ -42,7 +42,7 @@ rdma_bench). Start one process per machine, all with the same flags and the same
 `Machine <process-id> average: <x> M/s`. Under srun or mpirun, --process-id and --num-processes \
 come from the launcher's rank variables."
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// This process's id in the swarm, 0 ≤ id < num-processes [default: SLURM_PROCID,
     /// OMPI_COMM_WORLD_RANK or PMI_RANK]
     #[arg(long, alias = "process_id", value_name = "ID")]
@@ -94,7 +94,7 @@ pub struct Args {
 
 /// Where this process stands in the swarm, once flags and launcher variables are resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rank {
+pub(crate) struct Rank {
     /// This process's id.
     pub process_id: usize,
     /// Processes in the swarm.
@@ -115,7 +115,7 @@ impl Args {
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(a: &Args, rank: &Rank) -> Result<()> {
+pub(crate) fn validate(a: &Args, rank: &Rank) -> Result<()> {
     a.common.check()?;
     require(rank.num_processes >= 2, || {
         "num-processes must be at least 2: a process never connects to itself".into()
@@ -175,9 +175,28 @@ pub fn validate(a: &Args, rank: &Rank) -> Result<()> {
     Ok(())
 }
 
-/// Runs rc-swarm.
-pub fn run(a: Args) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = Args::parse();
     let rank = swarm::resolve_rank(a.process_id, a.num_processes)?;
     validate(&a, &rank)?;
     swarm::run(&a, rank)
 }
+
+/// rc-swarm.
+pub static BENCH: Benchmark = Benchmark {
+    name: "rc-swarm",
+    family: Family::Swarm,
+    roles: &[RoleSpec {
+        name: "machine",
+        flags: &[],
+        counts: true,
+        outlives: false,
+        num_threads: true,
+    }],
+    reports: "machine",
+    op: "READ",
+    output: Output::Machine,
+    suite: &["--num-threads 1 --vms-per-process 2 --size 32 --window-size 8"],
+    command: Args::command,
+    entry,
+};

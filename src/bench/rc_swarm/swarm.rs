@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{worker, Args, Rank};
-use crate::bench::runner::{run_threads, Role};
-use crate::control::{request_stop, stop_requested};
+use crate::control::{install_stop_signals, Attention};
 use crate::error::{Error, Result};
+use crate::framework;
 use crate::registry::Registry;
-use crate::stats::{JsonObject, RunInfo};
+use crate::stats::JsonObject;
 
 /// The launchers' rank and size variables, in the order they are looked at.
 const LAUNCHER_VARS: [(&str, &str, &str); 3] = [
@@ -112,6 +112,7 @@ pub(super) struct Swarm {
     /// A worker failed: this process does not mark itself done, so the others see it lost.
     failed: AtomicBool,
     reg: Arc<Registry>,
+    attention: Attention,
 }
 
 impl Swarm {
@@ -145,7 +146,7 @@ impl Swarm {
     /// finished (its QPs go away under our last operations), else the error.
     pub fn end_or(&self, p: usize, e: Error) -> Result<()> {
         if self.is_done(p) {
-            request_stop();
+            self.attention.request_stop();
             Ok(())
         } else {
             Err(e)
@@ -159,7 +160,7 @@ impl Swarm {
 
     /// A worker failed, or a watcher found a peer lost (then the run ends with that failure).
     fn has_failed(&self) -> bool {
-        self.failed.load(Ordering::Relaxed) || crate::control::run_failed()
+        self.failed.load(Ordering::Relaxed) || self.attention.failed()
     }
 
     /// Called by each worker once it stopped posting (its QPs still alive): the last one marks
@@ -207,6 +208,7 @@ pub(super) fn run(a: &Args, rank: Rank) -> Result<()> {
         finished: AtomicUsize::new(0),
         failed: AtomicBool::new(false),
         reg,
+        attention: install_stop_signals()?,
     };
     let qps = a.qps_per_thread(&rank);
     let first_id = rank.process_id * a.num_threads;
@@ -223,25 +225,11 @@ pub(super) fn run(a: &Args, rank: Rank) -> Result<()> {
         a.window_size,
         u8::from(a.allsig),
     );
-    let info = RunInfo {
-        bench: "rc-swarm",
-        role: "Worker",
-        op: if a.do_read { "READ" } else { "WRITE" },
-        size: a.size,
-        postlist: 1,
-        first_id,
-        json: a.common.json,
-    };
+    let workers = worker::Workers { a, swarm: &swarm };
     let workers_done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let watcher = s.spawn(|| watch_peers(&swarm, &workers_done));
-        let r = run_threads(
-            info,
-            Role::Counting,
-            a.num_threads,
-            &a.common,
-            |t, counters| worker::run(a, &swarm, t, counters),
-        );
+        let r = framework::run(&workers, &a.common);
         workers_done.store(true, Ordering::Relaxed);
         let _ = watcher.join();
         r
@@ -264,7 +252,7 @@ pub(super) fn run(a: &Args, rank: Rank) -> Result<()> {
             })
             .collect();
         let o = JsonObject::new()
-            .str("bench", "rc-swarm")
+            .str("bench", super::BENCH.name)
             .bool("machine_summary", true)
             .int("machine", rank.process_id as u64)
             .int("num_processes", rank.num_processes as u64)
@@ -288,12 +276,12 @@ pub(super) fn run(a: &Args, rank: Rank) -> Result<()> {
 fn watch_peers(swarm: &Swarm, workers_done: &AtomicBool) {
     while !workers_done.load(Ordering::Relaxed) {
         std::thread::sleep(WATCH_EVERY);
-        if stop_requested() {
+        if swarm.attention.stop_requested() {
             continue;
         }
         if let Some(p) = swarm.others().find(|&p| swarm.is_done(p)) {
             println!("main: process {p} finished: stopping");
-            request_stop();
+            swarm.attention.request_stop();
         }
     }
 }

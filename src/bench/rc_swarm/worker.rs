@@ -7,17 +7,14 @@ use std::time::Instant;
 
 use super::swarm::{done_name, peer_qp_name, qp_name, Swarm};
 use super::{Args, BUF_SIZE};
-use crate::bench::common::all_connected;
-use crate::bench::connected::transport_loss;
-use crate::bench::endpoint::{hello_all, Hello};
-use crate::control::stop_requested;
 use crate::error::{Error, Result};
+use crate::framework::{hello_all, peer_lost, Hello, Meter, Plan, Role, ThreadCtx};
 use crate::hot::{
     poll_one, Op, PollTimeout, Postlist, RecvBatch, Remote, SendBatch, SendSpec, UnsignaledCounter,
 };
 use crate::mem::HugeBuffer;
 use crate::registry::{Meeting, PeerWatch};
-use crate::stats::Counters;
+use crate::stats::RunInfo;
 use crate::verbs::{
     Access, CompletionQueue, ConnectParams, MemoryRegion, ProtectionDomain, QpCaps, QpType,
     QueuePair,
@@ -35,27 +32,52 @@ struct Target {
 }
 
 /// A thread's QPs once connected.
-struct Connected {
+pub(super) struct Connected {
     targets: Vec<Target>,
     /// The QPs made for our own process: never connected, kept for the count (as the original).
     _idle: Vec<QueuePair>,
     mr: Arc<MemoryRegion>,
     /// One per other process, while we post at it.
-    watches: Vec<PeerWatch>,
+    _watches: Vec<PeerWatch>,
 }
 
-/// Thread `t` of this process: connect, run the loop, stop with the swarm.
-pub(super) fn run(a: &Args, swarm: &Swarm, t: usize, counters: &Counters) -> Result<()> {
-    let r = connect(a, swarm, t).and_then(|c| run_loop(a, swarm, t, counters, c));
-    if r.is_err() {
-        swarm.fail();
+/// This process's worker threads: each connects, runs the loop and stops with the swarm. A
+/// thread that fails keeps its process from saying it is done.
+pub(super) struct Workers<'a> {
+    pub a: &'a Args,
+    pub swarm: &'a Swarm,
+}
+
+impl Role for Workers<'_> {
+    type Thread = Connected;
+
+    fn plan(&self) -> Plan {
+        let a = self.a;
+        let info = RunInfo {
+            bench: super::BENCH.name,
+            role: "Worker",
+            op: if a.do_read { "READ" } else { "WRITE" },
+            size: a.size,
+            postlist: 1,
+            first_id: self.swarm.rank.process_id * a.num_threads,
+            json: a.common.json,
+        };
+        Plan::counting(info, a.num_threads).quiet()
     }
-    r
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Connected> {
+        connect(self.a, self.swarm, ctx).inspect_err(|_| self.swarm.fail())
+    }
+
+    fn measure(&self, c: &mut Connected, m: &mut Meter<'_>) -> Result<()> {
+        run_loop(self.a, self.swarm, m, c).inspect_err(|_| self.swarm.fail())
+    }
 }
 
-fn connect(a: &Args, swarm: &Swarm, t: usize) -> Result<Connected> {
+fn connect(a: &Args, swarm: &Swarm, ctx: &ThreadCtx<'_>) -> Result<Connected> {
+    let t = ctx.t;
     let (p, n) = (swarm.rank.process_id, swarm.rank.num_processes);
-    let port = a.common.open_port(a.common.port_index + t % a.num_ports)?;
+    let port = ctx.open_port(a.common.port_index + t % a.num_ports)?;
     let max_rd = port.context().max_qp_rd_atom()?;
     if u32::from(a.max_rd_atomic) > max_rd {
         return Err(Error::config(format!(
@@ -102,7 +124,7 @@ fn connect(a: &Args, swarm: &Swarm, t: usize) -> Result<Connected> {
         ..ConnectParams::default()
     };
     let reg = swarm.registry();
-    let remotes = reg.rendezvous_all(&meetings, a.common.wait(), |k, remote| {
+    let remotes = reg.rendezvous_all(&meetings, ctx.wait(), |k, remote| {
         let (qp, recv, _) = &mut conn[k];
         qp.connect_with(remote, &params)?;
         // Before we say "ready": the peer's hello may follow at once.
@@ -119,7 +141,7 @@ fn connect(a: &Args, swarm: &Swarm, t: usize) -> Result<Connected> {
                 remote,
             })
             .collect();
-        hello_all(&mut hellos, &mr, reg.run_id(), a.common.wait())?;
+        hello_all(&mut hellos, &mr, reg.run_id(), ctx.wait())?;
     }
     let mut watches = Vec::new();
     let mut targets = Vec::with_capacity(conn.len());
@@ -159,7 +181,7 @@ fn connect(a: &Args, swarm: &Swarm, t: usize) -> Result<Connected> {
         targets,
         _idle: idle,
         mr,
-        watches,
+        _watches: watches,
     })
 }
 
@@ -182,17 +204,13 @@ fn remote_offset(seed: &mut u64, polling: usize, size: usize) -> u64 {
     }
 }
 
-fn run_loop(a: &Args, swarm: &Swarm, t: usize, counters: &Counters, c: Connected) -> Result<()> {
-    let Connected {
-        mut targets,
-        _idle,
-        mr,
-        watches,
-    } = c;
+fn run_loop(a: &Args, swarm: &Swarm, m: &mut Meter<'_>, c: &mut Connected) -> Result<()> {
+    let t = m.thread();
+    let Connected { targets, mr, .. } = c;
     let window = a.window_size;
     let size = a.size as usize;
     let polling = a.polling_region();
-    let timeout = PollTimeout::default();
+    let timeout = m.poll_timeout();
     // Which target each window slot's operation went to, and how many signaled ones are out.
     let mut ring = vec![0usize; window];
     let mut outstanding = 0usize;
@@ -200,11 +218,10 @@ fn run_loop(a: &Args, swarm: &Swarm, t: usize, counters: &Counters, c: Connected
     let gid = swarm.rank.process_id * a.num_threads + t;
     let mut seed = 0xdead_beef_u64 ^ (gid as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let limit = a.common.op_limit();
-    all_connected(counters)?;
-    counters.start(t);
+    m.start();
     // The operation that failed, if any: (target, error).
     let mut failure: Option<(usize, Error)> = None;
-    'run: while !stop_requested() && ops < limit {
+    'run: while m.checkpoint() && ops < limit {
         if ops >= window as u64 {
             if a.allsig {
                 let k = ring[wi];
@@ -221,16 +238,16 @@ fn run_loop(a: &Args, swarm: &Swarm, t: usize, counters: &Counters, c: Connected
                 while mr.load_u8(slot) == 0 {
                     spins = spins.wrapping_add(1);
                     if spins.is_multiple_of(4096) {
-                        if stop_requested() {
+                        if !m.checkpoint() {
                             break 'run;
                         }
                         // A READ that failed never fills its slot (unsignaled, its error
                         // completion is not polled here): bound the wait as a CQ poll is.
                         let t0 = *since.get_or_insert_with(Instant::now);
-                        if t0.elapsed() > timeout.0 {
+                        if t0.elapsed() > timeout.limit {
                             let e = Error::timeout(
                                 "a READ's data never arrived".to_string(),
-                                timeout.0,
+                                timeout.limit,
                                 None,
                             );
                             failure = Some((ring[wi], e));
@@ -260,23 +277,21 @@ fn run_loop(a: &Args, swarm: &Swarm, t: usize, counters: &Counters, c: Connected
         }
         outstanding += usize::from(a.allsig);
         ops += 1;
-        counters.set(t, ops);
+        m.count(ops);
         wi += 1;
         if wi == window {
             wi = 0;
         }
     }
-    counters.stop(t);
+    m.stop();
     if failure.is_none() {
-        failure = drain(&mut targets, &ring, wi, outstanding, a.allsig, timeout).err();
+        failure = drain(targets, &ring, wi, outstanding, a.allsig, timeout).err();
     }
     if let Some((k, e)) = failure {
         let tg = &targets[k];
-        swarm.end_or(tg.process, transport_loss(e, &tg.peer, ops > 0))?;
+        swarm.end_or(tg.process, peer_lost(e, &tg.peer, ops > 0))?;
     }
-    let r = swarm.finish_thread();
-    drop(watches);
-    r
+    swarm.finish_thread()
 }
 
 /// Reaps the signaled operations still out: with --allsig the last `outstanding` of the window

@@ -9,17 +9,18 @@
 //! whether the word at offset 64 is newer than the word at offset 0, which the chain's order
 //! would forbid, and counts such observations.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::{full_fence, role_name, summary_json, Histogram, Peer, ProbeClock};
-use crate::bench::common::{flag01, require, CommonArgs};
-use crate::bench::connected::transport_loss;
-use crate::control::install_stop_signals;
+use super::{full_fence, probe_plan, role_name, summary_json, Histogram, Pace, Peer};
 use crate::error::{Error, Result};
-use crate::hot::{poll_one, Op, PollTimeout, SendBatch, SendSpec};
+use crate::framework::{
+    self, flag01, peer_lost, require, Benchmark, CommonArgs, Family, Meter, Output, Plan, Role,
+    ThreadCtx,
+};
+use crate::hot::{poll_one, Op, SendBatch, SendSpec};
 use crate::stats::{CycleClock, JsonObject};
 
-const BENCH: &str = "write-flush";
+const NAME: &str = "write-flush";
 /// Registered buffer on each side (kAppBufSize).
 pub const BUF_SIZE: usize = 4096;
 /// Bytes per WRITE and READ (kAppDataSize), inlined.
@@ -42,7 +43,7 @@ pub const MAX_WRITES: usize = QUEUE_DEPTH / 2;
              WRITE, READ of the same bytes) pairs in one doorbell, doorbell to the last READ's \
              completion"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// 1: this process is the client (it measures), 0: the server (a passive target)
     #[arg(long, alias = "is_client", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub is_client: bool,
@@ -59,8 +60,9 @@ pub struct Args {
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(a: &Args) -> Result<()> {
+pub(crate) fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
+    a.common.refuse_stability(NAME)?;
     require((1..=MAX_WRITES).contains(&a.num_writes), || {
         format!(
             "num-writes must be between 1 and {MAX_WRITES} (2 WRs per pair in a {QUEUE_DEPTH}-deep \
@@ -70,19 +72,44 @@ pub fn validate(a: &Args) -> Result<()> {
     })
 }
 
-/// Runs write-flush.
-pub fn run(a: Args) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = Args::parse();
     validate(&a)?;
-    install_stop_signals()?;
-    let mut peer = Peer::meet(BENCH, &a.common, a.is_client, BUF_SIZE, BUF_SIZE as u64)?;
-    if a.is_client {
-        client(&a, &mut peer)
-    } else {
-        server(&a, &peer)
+    framework::run(&Flush(&a), &a.common)?;
+    Ok(())
+}
+
+/// Either side: the client measures, the server is a passive target that may check.
+struct Flush<'a>(&'a Args);
+
+impl Role for Flush<'_> {
+    type Thread = Peer;
+
+    fn plan(&self) -> Plan {
+        probe_plan(NAME, self.0.is_client, self.0.common.json)
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Peer> {
+        Peer::meet(NAME, ctx, self.0.is_client, BUF_SIZE, BUF_SIZE as u64)
+    }
+
+    fn measure(&self, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
+        if self.0.is_client {
+            client(self.0, peer, m)
+        } else {
+            server(self.0, peer, m)
+        }
+    }
+
+    fn finish(&self, mut peer: Peer, _: &ThreadCtx<'_>) -> Result<()> {
+        if self.0.is_client {
+            peer.finish()?;
+        }
+        Ok(())
     }
 }
 
-fn client(a: &Args, peer: &mut Peer) -> Result<()> {
+fn client(a: &Args, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
     let n = a.num_writes;
     let remote = peer.remote_buf();
     // WR 2i is pair i's WRITE (local and remote offset i·64); WR 2i+1 its READ, built at offset
@@ -96,6 +123,7 @@ fn client(a: &Args, peer: &mut Peer) -> Result<()> {
         remote_offset: 0,
         inline: false,
     };
+    let peer_name = peer.peer;
     let (qp, mr) = peer.ep.parts();
     let mut batch = SendBatch::new(qp, mr, spec, Some(remote))?;
     for i in 0..n {
@@ -104,11 +132,11 @@ fn client(a: &Args, peer: &mut Peer) -> Result<()> {
     }
     batch.set_signaled(2 * n - 1, true);
     println!("main: Client ready: {n} WRITE+READ pair(s) of {DATA_SIZE} bytes per doorbell");
-    let timeout = PollTimeout::default();
+    let timeout = m.poll_timeout();
     let limit = a.common.op_limit();
     let tsc = CycleClock::new();
     let (mut all, mut window) = (Histogram::new(), Histogram::new());
-    let mut clock = ProbeClock::new(a.common.duration);
+    let mut pace = Pace::new();
     let mut iter = 0u64;
     let ended: Result<()> = loop {
         if iter >= limit {
@@ -125,27 +153,18 @@ fn client(a: &Args, peer: &mut Peer) -> Result<()> {
             .and_then(|()| poll_one(qp.send_cq(), timeout));
         let ticks = CycleClock::ticks(t0, tsc.stamp());
         if let Err(e) = r {
-            break Err(transport_loss(e, peer.peer, iter > 1));
+            break Err(peer_lost(e, peer_name, iter > 1));
         }
         all.record(ticks);
         window.record(ticks);
         if !iter.is_multiple_of(16) {
             continue;
         }
-        let due = match clock.poll() {
-            Ok(d) => d,
-            Err(e) => break Err(e),
-        };
-        if due.report {
-            report_window(
-                &window,
-                tsc.ticks_per_us(),
-                clock.elapsed_s(),
-                a.common.json,
-            );
+        if pace.poll().report {
+            report_window(&window, tsc.ticks_per_us(), pace.elapsed_s(), a.common.json);
             window.clear();
         }
-        if due.stop {
+        if !m.checkpoint() {
             break Ok(());
         }
     };
@@ -154,14 +173,14 @@ fn client(a: &Args, peer: &mut Peer) -> Result<()> {
     } else {
         Ok(None)
     };
-    summarize(a, &all, tsc.ticks_per_us(), clock.elapsed_s(), &ended);
+    summarize(a, &all, tsc.ticks_per_us(), pace.elapsed_s(), &ended);
     ended?;
     if let Some(pairs) = verified? {
         println!(
             "main: verify ok: the last chain's {pairs} READ(s) returned its WRITEs' value {iter}"
         );
     }
-    peer.finish()
+    Ok(())
 }
 
 /// Every READ of the last chain must have returned the value its WRITE carried.
@@ -193,7 +212,7 @@ fn report_window(h: &Histogram, ticks_per_us: f64, elapsed_s: f64, json: bool) {
     );
     if json {
         let o = JsonObject::new()
-            .str("bench", BENCH)
+            .str("bench", NAME)
             .str("role", "client")
             .num("elapsed_s", elapsed_s)
             .int("samples", h.count())
@@ -226,7 +245,7 @@ fn summarize(a: &Args, h: &Histogram, ticks_per_us: f64, elapsed_s: f64, ended: 
         us(avg)
     );
     if a.common.json {
-        let o = summary_json(BENCH, Some("client"), ended.as_ref().err())
+        let o = summary_json(NAME, Some("client"), ended.as_ref().err())
             .int("num_writes", a.num_writes as u64)
             .num("elapsed_s", elapsed_s)
             .int("samples", h.count())
@@ -240,17 +259,17 @@ fn summarize(a: &Args, h: &Histogram, ticks_per_us: f64, elapsed_s: f64, ended: 
     }
 }
 
-fn server(a: &Args, peer: &Peer) -> Result<()> {
+fn server(a: &Args, peer: &Peer, m: &mut Meter<'_>) -> Result<()> {
     let mr = peer.ep.mr();
     println!("main: Server ready. Going to sleep.");
-    let mut clock = ProbeClock::new(a.common.duration);
+    let mut pace = Pace::new();
     let (mut checks, mut observations) = (0u64, 0u64);
     let ended = loop {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let due = match clock.poll() {
-            Ok(d) => d,
-            Err(e) => break Err(e),
-        };
+        if !m.checkpoint() {
+            break Ok(());
+        }
+        let due = pace.poll();
         if due.report && a.check {
             let val2 = mr.load_u64(SLOT);
             full_fence();
@@ -263,8 +282,10 @@ fn server(a: &Args, peer: &Peer) -> Result<()> {
                 );
             }
         }
-        if let Some(end) = peer.passive_end(&due) {
-            break end;
+        match peer.done_when_due(&due) {
+            Ok(false) => {}
+            Ok(true) => break Ok(()),
+            Err(e) => break Err(e),
         }
     };
     if let Err(e) = &ended {
@@ -278,12 +299,25 @@ fn server(a: &Args, peer: &Peer) -> Result<()> {
     }
     println!("main: Server: done");
     if a.common.json {
-        let o = summary_json(BENCH, Some("server"), ended.as_ref().err())
+        let o = summary_json(NAME, Some("server"), ended.as_ref().err())
             .bool("passive", true)
-            .num("elapsed_s", clock.elapsed_s())
+            .num("elapsed_s", pace.elapsed_s())
             .int("checks", checks)
             .int("observations", observations);
         println!("{}", o.finish());
     }
     ended
 }
+
+/// write-flush.
+pub static BENCH: Benchmark = Benchmark {
+    name: NAME,
+    family: Family::Probe,
+    roles: super::ROLES,
+    reports: "client",
+    op: "WRITE",
+    output: Output::Probe,
+    suite: &[],
+    command: Args::command,
+    entry,
+};

@@ -15,18 +15,20 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::{full_fence, summary_json, ProbeClock};
-use crate::bench::common::{flag01, CommonArgs};
-use crate::bench::endpoint::{Endpoint, EndpointSpec};
-use crate::control::{install_stop_signals, request_stop, stop_requested};
+use super::{full_fence, probe_plan, summary_json, Pace};
+use crate::control::Attention;
 use crate::error::{Error, Result};
+use crate::framework::{
+    self, flag01, Benchmark, CommonArgs, Endpoint, EndpointSpec, Family, Meter, Output, Plan, Role,
+    RoleSpec, ThreadCtx,
+};
 use crate::hot::{poll_one, Op, PollTimeout, Remote, SendBatch, SendSpec};
 use crate::stats::JsonObject;
 use crate::verbs::{MemoryRegion, QpType};
 
-const BENCH: &str = "write-incomplete";
+const NAME: &str = "write-incomplete";
 /// Registered buffer on each side (kBufSize).
 pub const BUF_SIZE: usize = 32 << 20;
 /// Bytes per WRITE (kWriteSize = kBufSize / 4).
@@ -51,7 +53,7 @@ const CHECKS_PER_POLL: u32 = 4096;
         "Stop after SECS seconds and print the finding (default 10 here: this probe has no peer to end it)"
     )),
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// 1: a signaled 8-byte READ of the buffer's last word follows each (unsignaled) WRITE, and
     /// its completion is awaited (the original's kDoRead); 0: the WRITE itself is signaled
     #[arg(long, alias = "do_read", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
@@ -78,72 +80,108 @@ struct Seen {
     observations: u64,
 }
 
-/// Runs write-incomplete.
-pub fn run(a: Args) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = Args::parse();
     a.common.check()?;
-    install_stop_signals()?;
-    let c = &a.common;
-    let ports = (
-        a.client_port_index.unwrap_or(c.port_index),
-        a.server_port_index.unwrap_or(c.port_index),
-    );
-    let spec = EndpointSpec {
-        qp_type: QpType::Rc,
-        queue_depth: 128,
-        recv_depth: 1,
-        max_inline: 0,
-        buf_size: BUF_SIZE,
-        fill: 0,
-        ex: false,
-        access: None,
-    };
-    let mut client = Endpoint::new(&c.open_port(ports.0)?, spec, c.placement())?;
-    let mut server = Endpoint::new(&c.open_port(ports.1)?, spec, c.placement())?;
-    let (client_info, server_info) = (client.info(), server.info());
-    server.qp_mut().connect(&client_info)?;
-    client.qp_mut().connect(&server_info)?;
-    println!(
-        "main: client QP {} (port index {}) connected to server QP {} (port index {})",
-        client_info.qpn, ports.0, server_info.qpn, ports.1
-    );
-    let counter = AtomicU64::new(0);
-    let server_mr = Arc::clone(server.mr());
-    let remote = Remote::of(&server_info);
-    let mut clock = ProbeClock::new(c.duration);
-    let (seen, writes) = std::thread::scope(|s| {
-        let writer = s.spawn(|| {
-            let r = write_loop(&a, &mut client, remote, &counter);
-            request_stop();
-            r
+    a.common.refuse_stability(NAME)?;
+    framework::run(&Incomplete(&a), &a.common)?;
+    Ok(())
+}
+
+/// The one process: a client and a server QP connected to each other.
+struct Incomplete<'a>(&'a Args);
+
+/// The two QPs, connected.
+struct Pair {
+    client: Endpoint,
+    server: Endpoint,
+}
+
+impl Role for Incomplete<'_> {
+    type Thread = Pair;
+
+    fn plan(&self) -> Plan {
+        probe_plan(NAME, false, self.0.common.json)
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Pair> {
+        let (a, c) = (self.0, ctx.common);
+        let ports = (
+            a.client_port_index.unwrap_or(c.port_index),
+            a.server_port_index.unwrap_or(c.port_index),
+        );
+        let spec = EndpointSpec {
+            qp_type: QpType::Rc,
+            queue_depth: 128,
+            recv_depth: 1,
+            max_inline: 0,
+            buf_size: BUF_SIZE,
+            fill: 0,
+            ex: false,
+            access: None,
+        };
+        let mut client = Endpoint::new(&ctx.open_port(ports.0)?, spec, c.placement())?;
+        let mut server = Endpoint::new(&ctx.open_port(ports.1)?, spec, c.placement())?;
+        let (client_info, server_info) = (client.info(), server.info());
+        server.qp_mut().connect(&client_info)?;
+        client.qp_mut().connect(&server_info)?;
+        println!(
+            "main: client QP {} (port index {}) connected to server QP {} (port index {})",
+            client_info.qpn, ports.0, server_info.qpn, ports.1
+        );
+        Ok(Pair { client, server })
+    }
+
+    /// The client thread WRITEs while this one checks; the finding at the end.
+    fn measure(&self, p: &mut Pair, m: &mut Meter<'_>) -> Result<()> {
+        let a = self.0;
+        let counter = AtomicU64::new(0);
+        let server_mr = Arc::clone(p.server.mr());
+        let remote = Remote::of(&p.server.info());
+        let attention = m.attention();
+        let mut pace = Pace::new();
+        let client = &mut p.client;
+        let (seen, writes) = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let r = write_loop(a, client, remote, &counter, attention);
+                attention.request_stop();
+                r
+            });
+            let seen = check_loop(a, &server_mr, &counter, &mut pace, m);
+            attention.request_stop();
+            let writes = writer
+                .join()
+                .unwrap_or_else(|_| Err(Error::protocol("the client thread panicked")));
+            (seen, writes)
         });
-        let seen = check_loop(&a, &server_mr, &counter, &mut clock);
-        request_stop();
-        let writes = writer
-            .join()
-            .unwrap_or_else(|_| Err(Error::protocol("the client thread panicked")));
-        (seen, writes)
-    });
-    let ended = seen.and_then(|seen| writes.map(|w| (seen, w)));
-    let elapsed_s = clock.elapsed_s();
-    match ended {
-        Ok((seen, writes)) => {
-            finding(&a, &seen, writes, elapsed_s);
-            Ok(())
-        }
-        Err(e) => {
-            println!("main: run failed: {e}");
-            if a.common.json {
-                let o = summary_json(BENCH, None, Some(&e));
-                println!("{}", o.finish());
+        let ended = seen.and_then(|seen| writes.map(|w| (seen, w)));
+        let elapsed_s = pace.elapsed_s();
+        match ended {
+            Ok((seen, writes)) => {
+                finding(a, &seen, writes, elapsed_s);
+                Ok(())
             }
-            Err(e)
+            Err(e) => {
+                println!("main: run failed: {e}");
+                if a.common.json {
+                    let o = summary_json(NAME, None, Some(&e));
+                    println!("{}", o.finish());
+                }
+                Err(e)
+            }
         }
     }
 }
 
 /// The client thread: WRITE `counter + 1` over the first 8 MiB, wait for the completion, fence,
 /// publish the value. Returns the number of completed WRITEs.
-fn write_loop(a: &Args, ep: &mut Endpoint, remote: Remote, counter: &AtomicU64) -> Result<u64> {
+fn write_loop(
+    a: &Args,
+    ep: &mut Endpoint,
+    remote: Remote,
+    counter: &AtomicU64,
+    attention: Attention,
+) -> Result<u64> {
     let spec = SendSpec {
         op: Op::Write,
         postlist: if a.do_read { 2 } else { 1 },
@@ -162,10 +200,11 @@ fn write_loop(a: &Args, ep: &mut Endpoint, remote: Remote, counter: &AtomicU64) 
         batch.set_local_addr(1, mr.addr() as u64 + READ_WORD as u64)?;
     }
     batch.set_signaled(last, true);
-    let timeout = PollTimeout::default();
+    let timeout = PollTimeout::new(attention);
     let limit = a.common.op_limit();
     let mut writes = 0u64;
-    while writes < limit && !stop_requested() {
+    // The other thread takes the run's ticks: this one only looks for the stop.
+    while writes < limit && !attention.stop_requested() {
         let to_write = counter.load(Ordering::Relaxed) + 1;
         for w in 0..WRITE_SIZE / 8 {
             mr.store_u64(w * 8, to_write);
@@ -186,7 +225,8 @@ fn check_loop(
     a: &Args,
     mr: &MemoryRegion,
     counter: &AtomicU64,
-    clock: &mut ProbeClock,
+    pace: &mut Pace,
+    m: &mut Meter<'_>,
 ) -> Result<Seen> {
     let mut seen = Seen::default();
     loop {
@@ -204,8 +244,10 @@ fn check_loop(
                 }
             }
         }
-        let due = clock.poll()?;
-        if due.report {
+        if !m.checkpoint() {
+            return Ok(seen);
+        }
+        if pace.poll().report {
             let writes = counter.load(Ordering::Relaxed);
             println!(
                 "main: {} checks, {writes} WRITEs completed, {} observations of a completed WRITE not yet visible",
@@ -213,16 +255,13 @@ fn check_loop(
             );
             if a.common.json {
                 let o = JsonObject::new()
-                    .str("bench", BENCH)
-                    .num("elapsed_s", clock.elapsed_s())
+                    .str("bench", NAME)
+                    .num("elapsed_s", pace.elapsed_s())
                     .int("checks", seen.checks)
                     .int("writes", writes)
                     .int("observations", seen.observations);
                 println!("{}", o.finish());
             }
-        }
-        if due.stop {
-            return Ok(seen);
         }
     }
 }
@@ -253,7 +292,7 @@ fn finding(a: &Args, seen: &Seen, writes: u64, elapsed_s: f64) {
     };
     println!("main: finding: {line}");
     if a.common.json {
-        let o = summary_json(BENCH, None, None)
+        let o = summary_json(NAME, None, None)
             .bool("do_read", a.do_read)
             .num("elapsed_s", elapsed_s)
             .int("write_bytes", WRITE_SIZE as u64)
@@ -264,3 +303,22 @@ fn finding(a: &Args, seen: &Seen, writes: u64, elapsed_s: f64) {
         println!("{}", o.finish());
     }
 }
+
+/// write-incomplete.
+pub static BENCH: Benchmark = Benchmark {
+    name: NAME,
+    family: Family::Probe,
+    roles: &[RoleSpec {
+        name: "server",
+        flags: &[],
+        counts: false,
+        outlives: false,
+        num_threads: false,
+    }],
+    reports: "server",
+    op: "WRITE",
+    output: Output::Probe,
+    suite: &[],
+    command: Args::command,
+    entry,
+};

@@ -10,27 +10,29 @@
 //! is not a proof. What they share lives here: the clock that ends a run and times its reports,
 //! the registry meeting of the two-process probes, and a latency histogram.
 
-pub mod flush;
-pub mod incomplete;
-pub mod reordering;
+mod flush;
+mod incomplete;
+mod reordering;
+
+pub use flush::BENCH as FLUSH;
+pub use incomplete::BENCH as INCOMPLETE;
+pub use reordering::BENCH as REORDERING;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::common::CommonArgs;
-use super::connected::announce_done;
-use super::endpoint::{Endpoint, EndpointSpec};
-use crate::control::{request_stop, stop_requested};
 use crate::error::{Error, Result};
+use crate::framework::{
+    announce_done, Endpoint, EndpointSpec, Plan, RoleSpec, ThreadCtx,
+};
 use crate::hot::Remote;
 use crate::registry::{Entry, PeerWatch, Registry};
+use crate::stats::RunInfo;
 use crate::verbs::QpType;
 
-/// What the probe loop should do now (see [`ProbeClock::poll`]).
+/// What is due in a probe's loop (see [`Pace::poll`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Due {
-    /// The run is over: `--duration` elapsed, or a stop was requested (SIGINT/SIGTERM).
-    pub stop: bool,
     /// A second has passed since the last report.
     pub report: bool,
     /// 200 ms have passed since the last look at the registry (a passive side's "is the peer
@@ -38,13 +40,11 @@ pub(crate) struct Due {
     pub peek: bool,
 }
 
-/// The probes' clock: ends the run at `--duration` (counted from its creation) or on a stop
-/// request, says when the once-a-second report is due, and keeps this process's registry entries
-/// alive (watching the peers it depends on). Polled from the loop between checks, never inside
-/// a timed stretch.
-pub(crate) struct ProbeClock {
+/// The probes' own pace: when the once-a-second report and the passive side's look at the
+/// registry are due, and the time since the measurement began. (The end of the run — a stop or
+/// `--duration` — comes from the lifecycle's checkpoint.)
+pub(crate) struct Pace {
     start: Instant,
-    deadline: Option<Instant>,
     next_report: Instant,
     next_peek: Instant,
 }
@@ -52,30 +52,21 @@ pub(crate) struct ProbeClock {
 /// How often a passive side looks for its peer's done marker (libhrd's registry poll).
 const PEEK_EVERY: Duration = Duration::from_millis(200);
 
-impl ProbeClock {
-    /// Starts now; the run ends `duration` seconds from now (never, without one).
-    pub fn new(duration: Option<f64>) -> Self {
+impl Pace {
+    /// Starts now.
+    pub fn new() -> Self {
         let start = Instant::now();
-        ProbeClock {
+        Pace {
             start,
-            deadline: duration.map(|d| start + Duration::from_secs_f64(d)),
             next_report: start + Duration::from_secs(1),
             next_peek: start + PEEK_EVERY,
         }
     }
 
-    /// What is due now. An error means a watched peer is gone (see [`crate::registry::tend`]).
-    pub fn poll(&mut self) -> Result<Due> {
-        let mut due = Due {
-            stop: stop_requested(),
-            ..Due::default()
-        };
-        crate::registry::tend()?;
+    /// What is due now.
+    pub fn poll(&mut self) -> Due {
         let now = Instant::now();
-        if self.deadline.is_some_and(|d| now >= d) {
-            request_stop();
-            due.stop = true;
-        }
+        let mut due = Due::default();
         if now >= self.next_report {
             due.report = true;
             self.next_report = now + Duration::from_secs(1);
@@ -84,13 +75,44 @@ impl ProbeClock {
             due.peek = true;
             self.next_peek = now + PEEK_EVERY;
         }
-        Ok(due)
+        due
     }
 
-    /// Seconds since the clock started.
+    /// Seconds since the pace started.
     pub fn elapsed_s(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
     }
+}
+
+/// The two-process probes' roles: a server and a client, the client active.
+pub(crate) const ROLES: &[RoleSpec] = &[
+    RoleSpec {
+        name: "server",
+        flags: &[],
+        counts: false,
+        outlives: true,
+        num_threads: false,
+    },
+    RoleSpec {
+        name: "client",
+        flags: &["--is-client", "1"],
+        counts: false,
+        outlives: false,
+        num_threads: false,
+    },
+];
+
+/// What every probe's plan says: one thread, its own reports and summary.
+pub(crate) fn probe_plan(bench: &'static str, is_client: bool, json: bool) -> Plan {
+    Plan::reporting_itself(RunInfo {
+        bench,
+        role: role_name(is_client),
+        op: "WRITE",
+        size: 0,
+        postlist: 1,
+        first_id: 0,
+        json,
+    })
 }
 
 /// The CPU's full fence between two loads (or a load and a store): `mfence` on x86, the
@@ -115,7 +137,7 @@ pub(crate) struct Peer {
     pub remote: Entry,
     pub me: &'static str,
     pub peer: &'static str,
-    /// The clock's registry tending checks the peer's liveness while this is held.
+    /// The report clock checks the peer's liveness while this is held.
     pub watch: Option<PeerWatch>,
 }
 
@@ -125,12 +147,12 @@ impl Peer {
     /// (a smaller buffer is another benchmark's `server`/`client` under the same names).
     pub fn meet(
         bench: &str,
-        common: &CommonArgs,
+        ctx: &ThreadCtx<'_>,
         is_client: bool,
         buf_size: usize,
         need_remote: u64,
     ) -> Result<Peer> {
-        common.refuse_stability(bench)?;
+        let common = ctx.common;
         let (me, peer) = if is_client {
             ("client", "server")
         } else {
@@ -146,21 +168,14 @@ impl Peer {
             ex: false,
             access: None,
         };
-        let port = common.open_port(common.port_index)?;
+        let port = ctx.open_port(common.port_index)?;
         let reg = common.registry()?;
         println!(
             "main: {} published. Waiting for {peer}.",
             role_name(is_client)
         );
-        let (ep, remote) = Endpoint::meet(
-            &port,
-            spec,
-            common.placement(),
-            &reg,
-            me,
-            peer,
-            common.wait(),
-        )?;
+        let (ep, remote) =
+            Endpoint::meet(&port, spec, common.placement(), &reg, me, peer, ctx.wait())?;
         if remote.info.buf_size < need_remote {
             return Err(Error::config(format!(
                 "the peer '{peer}' exposes a {}-byte buffer but {bench} needs {need_remote}: is it \
@@ -192,20 +207,13 @@ impl Peer {
         announce_done(&self.reg, self.me)
     }
 
-    /// A passive side's end after a step of its loop: a stop, the active peer's done marker
-    /// (when `due` says it is time to look), or the error looking for it; None: go on.
-    pub fn passive_end(&self, due: &Due) -> Option<Result<()>> {
-        if due.stop {
-            return Some(Ok(()));
-        }
+    /// A passive side's look, when `due` says it is time: true once the active peer said it is
+    /// done.
+    pub fn done_when_due(&self, due: &Due) -> Result<bool> {
         if !due.peek {
-            return None;
+            return Ok(false);
         }
-        match self.peer_done() {
-            Ok(true) => Some(Ok(())),
-            Ok(false) => None,
-            Err(e) => Some(Err(e)),
-        }
+        self.peer_done()
     }
 
     /// Whether the active peer said it is done (one registry round trip).

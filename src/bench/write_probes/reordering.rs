@@ -9,18 +9,18 @@
 //! that finds `val(loc2) > val(loc1)` is counted as a violation and the first few are printed.
 //! The original asserted on a violation; this one reports it and goes on.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::{fastrand, full_fence, role_name, summary_json, Peer, ProbeClock};
-use crate::bench::common::{flag01, CommonArgs};
-use crate::bench::connected::transport_loss;
-use crate::control::install_stop_signals;
+use super::{fastrand, full_fence, probe_plan, role_name, summary_json, Pace, Peer};
 use crate::error::Result;
-use crate::hot::{poll_exact, Op, PollTimeout, SendBatch, SendSpec};
+use crate::framework::{
+    self, flag01, peer_lost, Benchmark, CommonArgs, Family, Meter, Output, Plan, Role, ThreadCtx,
+};
+use crate::hot::{poll_exact, Op, SendBatch, SendSpec};
 use crate::stats::JsonObject;
 use crate::verbs::WorkCompletion;
 
-const BENCH: &str = "write-reordering";
+const NAME: &str = "write-reordering";
 /// Bytes per WRITE (kAppBufSize).
 pub const CHUNK: usize = 128 * 1024;
 /// WRITEs per round (kAppNumBufs).
@@ -41,7 +41,7 @@ const CHECKS_PER_POLL: u32 = 4096;
              16 x 128 KiB, the server checks that no later word is ever newer than an earlier one \
              and reports the violations it observes"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// 1: this process is the client (it WRITEs), 0: the server (it checks)
     #[arg(long, alias = "is_client", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub is_client: bool,
@@ -53,15 +53,41 @@ pub struct Args {
     pub common: CommonArgs,
 }
 
-/// Runs write-reordering.
-pub fn run(a: Args) -> Result<()> {
+fn entry() -> Result<()> {
+    let a = Args::parse();
     a.common.check()?;
-    install_stop_signals()?;
-    let mut peer = Peer::meet(BENCH, &a.common, a.is_client, BUF_SIZE, BUF_SIZE as u64)?;
-    if a.is_client {
-        client(&a, &mut peer)
-    } else {
-        server(&a, &peer)
+    a.common.refuse_stability(NAME)?;
+    framework::run(&Reordering(&a), &a.common)?;
+    Ok(())
+}
+
+/// Either side: the client WRITEs rounds, the server checks their order.
+struct Reordering<'a>(&'a Args);
+
+impl Role for Reordering<'_> {
+    type Thread = Peer;
+
+    fn plan(&self) -> Plan {
+        probe_plan(NAME, self.0.is_client, self.0.common.json)
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Peer> {
+        Peer::meet(NAME, ctx, self.0.is_client, BUF_SIZE, BUF_SIZE as u64)
+    }
+
+    fn measure(&self, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
+        if self.0.is_client {
+            client(self.0, peer, m)
+        } else {
+            server(self.0, peer, m)
+        }
+    }
+
+    fn finish(&self, mut peer: Peer, _: &ThreadCtx<'_>) -> Result<()> {
+        if self.0.is_client {
+            peer.finish()?;
+        }
+        Ok(())
     }
 }
 
@@ -92,7 +118,7 @@ struct Checks {
     first: Vec<Violation>,
 }
 
-fn server(a: &Args, peer: &Peer) -> Result<()> {
+fn server(a: &Args, peer: &Peer, m: &mut Meter<'_>) -> Result<()> {
     let mr = peer.ep.mr();
     println!("main: Server ready: checking {WORDS} words of 8 bytes");
     let mut c = Checks {
@@ -102,7 +128,7 @@ fn server(a: &Args, peer: &Peer) -> Result<()> {
         first: Vec::with_capacity(a.max_print.min(1024)),
     };
     let mut seed = 0xdead_beef_u64;
-    let mut clock = ProbeClock::new(a.common.duration);
+    let mut pace = Pace::new();
     let ended = loop {
         for _ in 0..CHECKS_PER_POLL {
             let mut loc1 = fastrand(&mut seed) as usize % WORDS;
@@ -136,18 +162,20 @@ fn server(a: &Args, peer: &Peer) -> Result<()> {
                 }
             }
         }
-        let due = match clock.poll() {
-            Ok(d) => d,
-            Err(e) => break Err(e),
-        };
-        if due.report {
-            report_checks(&c, clock.elapsed_s(), a.common.json);
+        if !m.checkpoint() {
+            break Ok(());
         }
-        if let Some(end) = peer.passive_end(&due) {
-            break end;
+        let due = pace.poll();
+        if due.report {
+            report_checks(&c, pace.elapsed_s(), a.common.json);
+        }
+        match peer.done_when_due(&due) {
+            Ok(false) => {}
+            Ok(true) => break Ok(()),
+            Err(e) => break Err(e),
         }
     };
-    summarize_checks(&c, clock.elapsed_s(), a.common.json, ended.as_ref().err());
+    summarize_checks(&c, pace.elapsed_s(), a.common.json, ended.as_ref().err());
     ended
 }
 
@@ -158,7 +186,7 @@ fn report_checks(c: &Checks, elapsed_s: f64, json: bool) {
     );
     if json {
         let o = JsonObject::new()
-            .str("bench", BENCH)
+            .str("bench", NAME)
             .str("role", "server")
             .num("elapsed_s", elapsed_s)
             .int("checks", c.checks)
@@ -186,7 +214,7 @@ fn summarize_checks(c: &Checks, elapsed_s: f64, json: bool, error: Option<&crate
     }
     if json {
         let first: Vec<JsonObject> = c.first.iter().map(Violation::json).collect();
-        let o = summary_json(BENCH, Some("server"), error)
+        let o = summary_json(NAME, Some("server"), error)
             .num("elapsed_s", elapsed_s)
             .int("checks", c.checks)
             .int("violations", c.violations)
@@ -196,7 +224,7 @@ fn summarize_checks(c: &Checks, elapsed_s: f64, json: bool, error: Option<&crate
     }
 }
 
-fn client(a: &Args, peer: &mut Peer) -> Result<()> {
+fn client(a: &Args, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
     let remote = peer.remote_buf();
     let spec = SendSpec {
         op: Op::Write,
@@ -207,16 +235,17 @@ fn client(a: &Args, peer: &mut Peer) -> Result<()> {
         remote_offset: 0,
         inline: false,
     };
+    let peer_name = peer.peer;
     let (qp, mr) = peer.ep.parts();
     let mut batch = SendBatch::new(qp, mr, spec, Some(remote))?;
     for i in 0..CHUNKS {
         batch.set_signaled(i, true);
     }
     println!("main: Client ready: rounds of {CHUNKS} WRITEs of {CHUNK} bytes");
-    let timeout = PollTimeout::default();
+    let timeout = m.poll_timeout();
     let mut wcs = [WorkCompletion::default(); CHUNKS];
     let limit = a.common.op_limit();
-    let mut clock = ProbeClock::new(a.common.duration);
+    let mut pace = Pace::new();
     let (mut round, mut last_round, mut last_s) = (0u64, 0u64, 0.0);
     let ended: Result<()> = loop {
         if round >= limit {
@@ -229,23 +258,19 @@ fn client(a: &Args, peer: &mut Peer) -> Result<()> {
         // One doorbell per WRITE, in increasing order, as the original posts them.
         let posted = (0..CHUNKS).try_for_each(|i| batch.post_one(qp, i));
         if let Err(e) = posted.and_then(|()| poll_exact(qp.send_cq(), &mut wcs, timeout)) {
-            break Err(transport_loss(e, peer.peer, round > 1));
+            break Err(peer_lost(e, peer_name, round > 1));
         }
-        let due = match clock.poll() {
-            Ok(d) => d,
-            Err(e) => break Err(e),
-        };
-        if due.report {
-            let now = clock.elapsed_s();
+        if pace.poll().report {
+            let now = pace.elapsed_s();
             let rate = (round - last_round) as f64 / (now - last_s);
             report_rounds(round, rate, now, a.common.json);
             (last_round, last_s) = (round, now);
         }
-        if due.stop {
+        if !m.checkpoint() {
             break Ok(());
         }
     };
-    let elapsed_s = clock.elapsed_s();
+    let elapsed_s = pace.elapsed_s();
     if let Err(e) = &ended {
         println!("main: run failed: {e}");
     }
@@ -256,15 +281,14 @@ fn client(a: &Args, peer: &mut Peer) -> Result<()> {
         rate * BUF_SIZE as f64 / 1e6
     );
     if a.common.json {
-        let o = summary_json(BENCH, Some("client"), ended.as_ref().err())
+        let o = summary_json(NAME, Some("client"), ended.as_ref().err())
             .num("elapsed_s", elapsed_s)
             .int("rounds", round)
             .num("rounds_per_s", rate)
             .num("mbytes_per_s", rate * BUF_SIZE as f64 / 1e6);
         println!("{}", o.finish());
     }
-    ended?;
-    peer.finish()
+    ended
 }
 
 fn report_rounds(round: u64, rate: f64, elapsed_s: f64, json: bool) {
@@ -274,7 +298,7 @@ fn report_rounds(round: u64, rate: f64, elapsed_s: f64, json: bool) {
     );
     if json {
         let o = JsonObject::new()
-            .str("bench", BENCH)
+            .str("bench", NAME)
             .str("role", "client")
             .num("elapsed_s", elapsed_s)
             .int("rounds", round)
@@ -282,3 +306,16 @@ fn report_rounds(round: u64, rate: f64, elapsed_s: f64, json: bool) {
         println!("{}", o.finish());
     }
 }
+
+/// write-reordering.
+pub static BENCH: Benchmark = Benchmark {
+    name: NAME,
+    family: Family::Probe,
+    roles: super::ROLES,
+    reports: "server",
+    op: "WRITE",
+    output: Output::Probe,
+    suite: &[],
+    command: Args::command,
+    entry,
+};

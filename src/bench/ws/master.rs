@@ -1,4 +1,4 @@
-//! The binary's name; the master itself is [`crate::bench::request_rpc::run_master`].
+//! The binary's name; the master itself is [`crate::framework::request_rpc::Master`].
 
 use super::Kind;
 

@@ -19,16 +19,16 @@ mod client;
 mod master;
 mod worker;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use super::common::require;
-use super::request_rpc::{self, RpcArgs, RpcShape};
 use crate::error::Result;
+use crate::framework::request_rpc::{Master, RpcArgs, RpcShape, ROLES};
+use crate::framework::{self, require, Benchmark, Family, Output};
 use crate::hot::SlotLayout;
 
 /// Which of the two benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Replies carry the next value of the workers' shared counter.
     Sequencer,
     /// Replies carry the request's payload back.
@@ -37,7 +37,7 @@ pub enum Kind {
 
 /// Flags of ws-sequencer and ws-echo.
 #[derive(clap::Args, Debug, Clone)]
-pub struct WsArgs {
+pub(crate) struct WsArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub rpc: RpcArgs,
@@ -58,7 +58,7 @@ pub struct WsArgs {
     about = "The paper's WRITE/SEND sequencer (ATC'16 rdma_bench): clients WRITE 8-byte requests \
 into the master's request region, workers poll it and reply with batched UD SEND_WITH_IMMs"
 )]
-pub struct SequencerArgs {
+pub(crate) struct SequencerArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub ws: WsArgs,
@@ -78,20 +78,18 @@ pub struct SequencerArgs {
     about = "The paper's WRITE-request/SEND-reply echo (ATC'16 rdma_bench): clients WRITE requests \
 into the master's request region, workers echo them back with batched UD SENDs"
 )]
-pub struct EchoArgs {
+pub(crate) struct EchoArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub ws: WsArgs,
 }
 
-/// Runs ws-sequencer.
-pub fn run_sequencer(a: SequencerArgs) -> Result<()> {
-    run(Kind::Sequencer, a.ws)
+fn sequencer_main() -> Result<()> {
+    run(Kind::Sequencer, SequencerArgs::parse().ws)
 }
 
-/// Runs ws-echo.
-pub fn run_echo(a: EchoArgs) -> Result<()> {
-    run(Kind::Echo, a.ws)
+fn echo_main() -> Result<()> {
+    run(Kind::Echo, EchoArgs::parse().ws)
 }
 
 impl WsArgs {
@@ -125,7 +123,7 @@ impl WsArgs {
 }
 
 /// The checks that refuse a run before anything is made.
-pub fn validate(kind: Kind, a: &WsArgs) -> Result<()> {
+pub(crate) fn validate(kind: Kind, a: &WsArgs) -> Result<()> {
     a.rpc.check(
         master::bench_name(kind),
         a.max_postlist,
@@ -145,7 +143,7 @@ pub fn validate(kind: Kind, a: &WsArgs) -> Result<()> {
             },
         )?,
     }
-    super::common::check_inline(
+    crate::framework::check_inline(
         a.payload(kind) as u64,
         a.rpc.queue.max_inline,
         "requests and replies",
@@ -162,11 +160,47 @@ fn run(kind: Kind, a: WsArgs) -> Result<()> {
         slot_bytes: WsArgs::slot_bytes(kind),
         fields: &fields,
     };
+    let common = &a.rpc.common;
     if a.rpc.master {
-        request_rpc::run_master(shape, &a.rpc, &reg)
+        let master = Master {
+            shape,
+            args: &a.rpc,
+            reg,
+        };
+        master.announce()?;
+        framework::run(&master, common)?;
     } else if a.rpc.topo.is_client {
-        client::run(kind, shape, &a, &reg)
+        framework::run(&client::Clients::new(kind, shape, &a, reg), common)?;
     } else {
-        worker::run(kind, shape, &a, &reg)
+        let workers = worker::Workers::new(kind, shape, &a, reg);
+        framework::run(&workers, common)?;
+        workers.verify_totals()?;
     }
+    Ok(())
 }
+
+/// ws-sequencer.
+pub static SEQUENCER: Benchmark = Benchmark {
+    name: "ws-sequencer",
+    family: Family::Application,
+    roles: ROLES,
+    reports: "worker",
+    op: "SEND",
+    output: Output::Rate,
+    suite: &["--num-workers 1 --num-clients 1 --postlist 1 --window 32"],
+    command: SequencerArgs::command,
+    entry: sequencer_main,
+};
+
+/// ws-echo.
+pub static ECHO: Benchmark = Benchmark {
+    name: "ws-echo",
+    family: Family::Application,
+    roles: ROLES,
+    reports: "worker",
+    op: "SEND",
+    output: Output::Rate,
+    suite: &["--num-workers 1 --num-clients 1 --postlist 1 --window 32 --size 24"],
+    command: EchoArgs::command,
+    entry: echo_main,
+};

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::control;
+use crate::control::Attention;
 use crate::error::{Error, Result};
 
 /// What a run left.
@@ -68,7 +68,7 @@ impl Captured {
 }
 
 /// Runs `argv` with `env` added to the environment.
-pub fn run(argv: &[String], env: &[(&str, String)]) -> Result<Outcome> {
+pub fn run(argv: &[String], env: &[(&str, String)], attention: Attention) -> Result<Outcome> {
     let start = Instant::now();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -90,7 +90,7 @@ pub fn run(argv: &[String], env: &[(&str, String)]) -> Result<Outcome> {
             Ok(None) => {}
             Err(_) => break None,
         }
-        if control::stop_requested() {
+        if attention.stop_requested() {
             let at = *stopped_at.get_or_insert_with(|| {
                 // The stop may not have come from a terminal (which signals the child as well):
                 // ask the child to stop as our benchmarks and run-local.sh understand it.
@@ -120,6 +120,6 @@ pub fn run(argv: &[String], env: &[(&str, String)]) -> Result<Outcome> {
         output,
         code: status.and_then(|s| s.code()),
         seconds: start.elapsed().as_secs_f64(),
-        interrupted: stopped_at.is_some() || control::stop_requested(),
+        interrupted: stopped_at.is_some() || attention.stop_requested(),
     })
 }

@@ -185,7 +185,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
             _ => metric = Some(first.metric),
         }
     }
-    control::install_stop_signals()?;
+    let attention = control::install_stop_signals()?;
     let schedule: Vec<(usize, usize)> = grid::schedule(p.points.len(), a.reps)
         .into_iter()
         .filter(|&(pt, r)| {
@@ -212,7 +212,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
     let mut last_failure = String::new();
     let mut interrupted = false;
     for (pt, rep) in schedule {
-        if control::stop_requested() {
+        if attention.stop_requested() {
             interrupted = true;
             break;
         }
@@ -226,7 +226,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
             ("SWEEP_REP", rep.to_string()),
             ("SWEEP_POINT", pt.to_string()),
         ];
-        let out = child::run(&argv, &env)?;
+        let out = child::run(&argv, &env, attention)?;
         if out.interrupted {
             interrupted = true;
             break;

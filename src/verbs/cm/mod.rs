@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::QueuePair;
-use crate::control::stop_requested;
+use crate::attention::Attention;
 use crate::error::{Error, Result};
 use crate::sys;
 use sys::rdma_cm_event_type as E;
@@ -29,6 +29,8 @@ const RESOLVE_MS: i32 = 2000;
 /// An event channel (`rdma_event_channel`): where the CM reports what happened to its ids.
 pub struct EventChannel {
     raw: NonNull<sys::rdma_event_channel>,
+    /// A stop ends a wait for an event.
+    attention: Attention,
 }
 
 // SAFETY: librdmacm's channel calls are thread-safe; the channel is only read through `next`.
@@ -67,14 +69,14 @@ pub fn event_name(kind: u32) -> String {
 }
 
 impl EventChannel {
-    /// A new channel.
-    pub fn new() -> Result<Arc<EventChannel>> {
+    /// A new channel; its waits end on a stop of `attention`'s run.
+    pub fn new(attention: Attention) -> Result<Arc<EventChannel>> {
         // SAFETY: no arguments; returns NULL with errno on failure.
         let raw = unsafe { sys::rdma_create_event_channel() };
         let raw = NonNull::new(raw).ok_or_else(|| {
             Error::last_os("rdma_create_event_channel (is the rdma_ucm module loaded?)")
         })?;
-        Ok(Arc::new(EventChannel { raw }))
+        Ok(Arc::new(EventChannel { raw, attention }))
     }
 
     /// The next event, within `timeout` (None: waits until a stop request); acknowledged.
@@ -93,7 +95,7 @@ impl EventChannel {
             if n > 0 {
                 break;
             }
-            if stop_requested() {
+            if self.attention.stop_requested() {
                 return Err(Error::Stopped(
                     "stopped waiting for an RDMA CM event".into(),
                 ));
@@ -214,13 +216,14 @@ impl CmId {
         Ok(ev)
     }
 
-    /// A new id on its own channel, its address and route to `dst` resolved.
-    pub fn resolve(dst: SocketAddrV4) -> Result<CmId> {
-        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_TCP)
+    /// A new id on its own channel (its waits end on a stop), its address and route to `dst`
+    /// resolved.
+    pub fn resolve(dst: SocketAddrV4, attention: Attention) -> Result<CmId> {
+        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_TCP, attention)
     }
 
-    fn resolve_in(dst: SocketAddrV4, ps: u32) -> Result<CmId> {
-        let id = CmId::new(&EventChannel::new()?, ps)?;
+    fn resolve_in(dst: SocketAddrV4, ps: u32, attention: Attention) -> Result<CmId> {
+        let id = CmId::new(&EventChannel::new(attention)?, ps)?;
         let mut sa = sockaddr(dst);
         // SAFETY: the id is alive; `sa` is a valid sockaddr_in for the call.
         let rc = unsafe {
@@ -243,13 +246,13 @@ impl CmId {
         Ok(id)
     }
 
-    /// A listening id on `port` of every IPv4 address.
-    pub fn listen(port: u16, backlog: i32) -> Result<CmId> {
-        Self::listen_in(port, backlog, sys::rdma_port_space::RDMA_PS_TCP)
+    /// A listening id on `port` of every IPv4 address (its waits end on a stop).
+    pub fn listen(port: u16, backlog: i32, attention: Attention) -> Result<CmId> {
+        Self::listen_in(port, backlog, sys::rdma_port_space::RDMA_PS_TCP, attention)
     }
 
-    fn listen_in(port: u16, backlog: i32, ps: u32) -> Result<CmId> {
-        let id = CmId::new(&EventChannel::new()?, ps)?;
+    fn listen_in(port: u16, backlog: i32, ps: u32, attention: Attention) -> Result<CmId> {
+        let id = CmId::new(&EventChannel::new(attention)?, ps)?;
         let mut sa = sockaddr(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, port));
         // SAFETY: the id is alive; `sa` is a valid sockaddr_in.
         let rc = unsafe {

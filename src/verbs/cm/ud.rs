@@ -6,6 +6,7 @@ use std::net::SocketAddrV4;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::attention::Attention;
 use super::{check, event_name, CmId, E};
 use crate::error::{Error, Result};
 use crate::sys;
@@ -39,13 +40,13 @@ impl UdPeer {
 
 impl CmId {
     /// A UDP-space id on its own channel, its address and route to `dst` resolved.
-    pub fn resolve_ud(dst: SocketAddrV4) -> Result<CmId> {
-        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_UDP)
+    pub fn resolve_ud(dst: SocketAddrV4, attention: Attention) -> Result<CmId> {
+        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_UDP, attention)
     }
 
     /// A UDP-space id listening on `port` of every IPv4 address.
-    pub fn listen_ud(port: u16, backlog: i32) -> Result<CmId> {
-        Self::listen_in(port, backlog, sys::rdma_port_space::RDMA_PS_UDP)
+    pub fn listen_ud(port: u16, backlog: i32, attention: Attention) -> Result<CmId> {
+        Self::listen_in(port, backlog, sys::rdma_port_space::RDMA_PS_UDP, attention)
     }
 
     /// The Q_Key the CM gives this id's datagrams (what `rdma_init_qp_attr` sets at INIT).

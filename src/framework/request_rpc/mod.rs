@@ -10,14 +10,14 @@ mod master;
 mod window;
 
 pub use links::{connect_client, connect_worker, ClientLink, WorkerLink};
-pub use master::{check_layout, run_master, MASTER};
+pub use master::{check_layout, Master, MasterLink, MASTER};
 pub use window::{run_window, WindowClient};
 
-use super::common::{flag01, require, CommonArgs, QueueArgs, Topology};
-use super::runner::{run_threads, Role};
+use super::args::{flag01, require, CommonArgs, QueueArgs, Topology};
+use super::{Plan, RoleSpec};
 use crate::error::Result;
 use crate::hot::SlotLayout;
-use crate::stats::{Counters, RunInfo, Summary};
+use crate::stats::RunInfo;
 
 /// The flags every request-region RPC has (ws-*'s defaults; HERD changes some with `mut_arg`).
 #[derive(clap::Args, Debug, Clone)]
@@ -153,45 +153,58 @@ pub struct RpcShape<'a> {
     pub fields: &'a [(&'static str, u64)],
 }
 
-/// Runs this process's workers (`--num-workers` threads, `worker(w, counters)`) under the
-/// report loop; their replies carry `reply_size` bytes.
-pub fn run_workers(
-    shape: RpcShape<'_>,
-    a: &RpcArgs,
-    reply_size: u64,
-    worker: impl Fn(usize, &Counters) -> Result<()> + Sync,
-) -> Result<Summary> {
-    let info = RunInfo {
-        bench: shape.bench,
-        role: "Worker",
-        op: "SEND",
-        size: reply_size,
-        postlist: u64::from(a.postlist),
-        first_id: 0,
-        json: a.common.json,
-    };
-    println!("main: Using {} threads", a.num_workers);
-    run_threads(info, Role::Counting, a.num_workers, &a.common, worker)
+impl RpcShape<'_> {
+    /// The workers' plan: `--num-workers` counting threads; their replies carry `reply_size`
+    /// bytes.
+    pub fn worker_plan(&self, a: &RpcArgs, reply_size: u64) -> Plan {
+        let info = RunInfo {
+            bench: self.bench,
+            role: "Worker",
+            op: "SEND",
+            size: reply_size,
+            postlist: u64::from(a.postlist),
+            first_id: 0,
+            json: a.common.json,
+        };
+        Plan::counting(info, a.num_workers)
+    }
+
+    /// The clients' plan: this process's client threads.
+    pub fn client_plan(&self, a: &RpcArgs) -> Plan {
+        let info = RunInfo {
+            bench: self.bench,
+            role: "Client",
+            op: "WRITE",
+            size: self.size,
+            postlist: 1,
+            first_id: a.topo.first_id(),
+            json: a.common.json,
+        };
+        Plan::counting(info, a.topo.threads())
+    }
 }
 
-/// Runs this process's client threads (`client(global id, t, counters)`) under the report loop.
-pub fn run_clients(
-    shape: RpcShape<'_>,
-    a: &RpcArgs,
-    client: impl Fn(usize, usize, &Counters) -> Result<()> + Sync,
-) -> Result<Summary> {
-    let first_id = a.topo.first_id();
-    let info = RunInfo {
-        bench: shape.bench,
-        role: "Client",
-        op: "WRITE",
-        size: shape.size,
-        postlist: 1,
-        first_id,
-        json: a.common.json,
-    };
-    println!("main: Using {} threads", a.topo.threads());
-    run_threads(info, Role::Counting, a.topo.threads(), &a.common, |t, c| {
-        client(first_id + t, t, c)
-    })
-}
+/// The request-region RPCs' roles: a master, workers (their own thread count), clients.
+pub const ROLES: &[RoleSpec] = &[
+    RoleSpec {
+        name: "master",
+        flags: &["--master", "1"],
+        counts: false,
+        outlives: true,
+        num_threads: false,
+    },
+    RoleSpec {
+        name: "worker",
+        flags: &[],
+        counts: true,
+        outlives: true,
+        num_threads: false,
+    },
+    RoleSpec {
+        name: "client",
+        flags: &["--is-client", "1"],
+        counts: true,
+        outlives: false,
+        num_threads: true,
+    },
+];

@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use super::common::CommonArgs;
+use super::args::CommonArgs;
 use super::endpoint::connect_qp;
 use crate::error::Result;
 use crate::mem::ShmBuffer;
-use crate::registry::{Entry, Registry};
+use crate::registry::{Entry, Registry, WaitOptions};
 use crate::verbs::{
     Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpType, QueuePair,
 };
@@ -64,7 +64,7 @@ impl RegionPort {
         reg: &Registry,
         me: &str,
         peer: &str,
-        common: &CommonArgs,
+        wait: WaitOptions,
     ) -> Result<(QueuePair, Entry)> {
         let caps = QpCaps {
             max_send_wr: 2,
@@ -75,7 +75,7 @@ impl RegionPort {
         };
         let mut qp = QueuePair::new(&self.pd, &self.port, &self.cq, &self.cq, qp_type, caps)?;
         let info = qp.info(Some(&self.mr));
-        let remote = connect_qp(&mut qp, &self.mr, &info, reg, me, peer, common.wait())?;
+        let remote = connect_qp(&mut qp, &self.mr, &info, reg, me, peer, wait)?;
         Ok((qp, remote))
     }
 }

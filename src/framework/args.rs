@@ -1,15 +1,15 @@
-//! Flags every benchmark has, and the checks that refuse impossible combinations before any
-//! resource is made.
+//! Flags every benchmark has (clap `Args` structs to flatten into a benchmark's own), and the
+//! checks that refuse impossible combinations before any resource is made.
 
 use std::time::Duration;
 
 use clap::Args;
 
+use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::hot::{check_batching, Reap, UnsignaledCounter};
 use crate::mem::{HugePolicy, Placement};
 use crate::registry::WaitOptions;
-use crate::stats::Counters;
 use crate::verbs::Port;
 
 /// Parses the original suite's numeric booleans (`--is-client 1`).
@@ -139,10 +139,10 @@ impl CommonArgs {
         self.iters.unwrap_or(u64::MAX)
     }
     /// How to wait for a peer in the registry (a stop request ends the wait).
-    pub fn wait(&self) -> WaitOptions {
+    pub fn wait(&self, attention: Attention) -> WaitOptions {
         WaitOptions {
             timeout: Duration::from_secs(self.connect_timeout),
-            stop: Some(crate::control::stop_requested),
+            stop: Some(attention),
             ..WaitOptions::default()
         }
     }
@@ -319,77 +319,5 @@ impl Topology {
                 format!("{servers}; --num-threads is for clients")
             })
         }
-    }
-}
-
-/// A server thread's measuring window: it opens with the first request, closes at a lull
-/// ([`Lull::POLLS`] empty polls in a row) and reopens with the next request, so a server's rate
-/// covers its traffic, not the quiet after its clients stopped.
-#[derive(Debug)]
-pub struct Lull {
-    t: usize,
-    idle: u32,
-    started: bool,
-}
-
-impl Lull {
-    /// Empty polls that make a lull (about 4 Ki: well under a millisecond of polling).
-    pub const POLLS: u32 = 4096;
-
-    /// The window of thread `t`.
-    pub fn new(t: usize) -> Self {
-        Lull {
-            t,
-            idle: 0,
-            started: false,
-        }
-    }
-
-    /// An empty poll. True once every [`Self::POLLS`] of them in a row: time to look whether
-    /// the peers have left (a registry round trip the busy path never pays).
-    #[inline(always)]
-    pub fn empty(&mut self, counters: &Counters) -> bool {
-        self.idle = self.idle.wrapping_add(1);
-        if self.idle == Self::POLLS && self.started {
-            counters.stop(self.t);
-        }
-        self.idle.is_multiple_of(Self::POLLS)
-    }
-
-    /// A poll that found work.
-    #[inline(always)]
-    pub fn busy(&mut self, counters: &Counters) {
-        if !self.started {
-            counters.start(self.t);
-            self.started = true;
-        } else if self.idle >= Self::POLLS {
-            counters.resume(self.t);
-        }
-        self.idle = 0;
-    }
-
-    /// Work was seen at least once.
-    pub fn started(&self) -> bool {
-        self.started
-    }
-
-    /// The run is over: close the window unless a lull already did.
-    pub fn end(&self, counters: &Counters) {
-        if self.started && self.idle < Self::POLLS {
-            counters.stop(self.t);
-        }
-    }
-}
-
-/// Waits until every thread of this process has connected (see [`Counters::arrive`]), so that
-/// they start measuring together; a stop or failure meanwhile ends the wait with
-/// [`Error::Stopped`].
-pub fn all_connected(counters: &Counters) -> Result<()> {
-    if counters.arrive(crate::control::stop_requested) {
-        Ok(())
-    } else {
-        Err(Error::Stopped(
-            "stopped while the other threads were connecting".into(),
-        ))
     }
 }

@@ -1,9 +1,8 @@
 //! A client's closed loop: `window` requests out, one new request per reply.
 
-use crate::bench::ud_rpc::{drain_timeout, settle, UdRpc};
-use crate::control::stop_requested;
 use crate::error::Result;
-use crate::stats::Counters;
+use crate::framework::ud_rpc::{drain_timeout, settle, UdRpc};
+use crate::framework::Meter;
 use crate::verbs::WorkCompletion;
 
 /// What a benchmark's client does in the loop.
@@ -16,28 +15,26 @@ pub trait WindowClient {
 }
 
 /// Keeps `window` requests out over `rpc`, sending one more per reply, until the run stops or
-/// `limit` replies were measured (thread `t` of `counters`), then waits for the replies to the
-/// last requests. Returns the replies measured, or `None` when the last replies did not come
-/// because the run was stopped by a signal (the client should then just leave).
+/// `limit` replies were measured, then closes the window and waits for the replies to the last
+/// requests. Returns the replies measured, or `None` when the last replies did not come because
+/// the run was stopped by a signal (the client should then just leave).
 pub fn run_window(
     rpc: &mut UdRpc,
     client: &mut impl WindowClient,
     window: usize,
     limit: u64,
-    counters: &Counters,
-    t: usize,
+    m: &mut Meter<'_>,
     me: &str,
 ) -> Result<Option<u64>> {
-    crate::bench::common::all_connected(counters)?;
     // Requests we may send but have not: the window is `window` minus these.
     let mut owed = window;
     while owed > 0 && client.send()? {
         owed -= 1;
     }
-    counters.start(t);
+    m.start();
     let mut wcs = vec![WorkCompletion::default(); window];
     let mut ops = 0u64;
-    while !stop_requested() && ops < limit {
+    while m.checkpoint() && ops < limit {
         let n = rpc.recv_cq.poll(&mut wcs)?;
         if n == 0 {
             continue;
@@ -52,11 +49,12 @@ pub fn run_window(
             owed -= 1;
         }
         ops += n as u64;
-        counters.set(t, ops);
+        m.count(ops);
     }
-    counters.stop(t);
-    let drained = rpc.drain_replies(window - owed, drain_timeout(), |rpc, wc| {
+    m.stop();
+    let attention = m.attention();
+    let drained = rpc.drain_replies(window - owed, drain_timeout(attention), |rpc, wc| {
         client.take(rpc, wc)
     });
-    Ok(settle(drained, me)?.then_some(ops))
+    Ok(settle(drained, me, attention)?.then_some(ops))
 }

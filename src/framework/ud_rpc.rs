@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::control::stopped_by_signal;
+use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::hot::{PollTimeout, RecvRing, UdPostlist, UnsignaledCounter, GRH_BYTES};
 use crate::mem::{HugeBuffer, Placement};
@@ -58,6 +58,7 @@ impl UdRpc {
         spec: UdRpcSpec,
         place: Placement,
         counter: UnsignaledCounter,
+        timeout: PollTimeout,
     ) -> Result<Self> {
         let stride = (GRH_BYTES + spec.recv_payload).next_multiple_of(SLOT_STRIDE);
         let pd = ProtectionDomain::new(port.context())?;
@@ -89,8 +90,14 @@ impl UdRpc {
             )?,
             Access::LOCAL_WRITE,
         )?;
-        let mut out =
-            UdPostlist::new(qps, &send_mr, spec.max_postlist, spec.send_payload, counter)?;
+        let mut out = UdPostlist::new(
+            qps,
+            &send_mr,
+            spec.max_postlist,
+            spec.send_payload,
+            counter,
+            timeout,
+        )?;
         let recv_mr = MemoryRegion::register(
             &pd,
             HugeBuffer::new(spec.recv_slots * stride, place)?,
@@ -152,7 +159,7 @@ impl UdRpc {
         mut each: impl FnMut(&Self, &WorkCompletion) -> Result<()>,
     ) -> Result<()> {
         let mut wcs = [WorkCompletion::default(); 16];
-        let deadline = Instant::now() + timeout.0;
+        let deadline = Instant::now() + timeout.limit;
         while outstanding > 0 {
             let n = self.recv_cq.poll(&mut wcs[..outstanding.min(16)])?;
             if n == 0 {
@@ -160,7 +167,7 @@ impl UdRpc {
                     return Err(Error::Verify(format!(
                         "{outstanding} replies to this client's last requests never arrived \
                          (within {})",
-                        crate::error::fmt_secs(timeout.0)
+                        crate::error::fmt_secs(timeout.limit)
                     )));
                 }
                 std::thread::yield_now();
@@ -251,21 +258,18 @@ impl ClientSet {
 
 /// How long a client waits for the replies to its last requests: a server that was stopped by
 /// the same Ctrl-C will not answer, so a signalled client waits only briefly.
-pub(crate) fn drain_timeout() -> PollTimeout {
-    PollTimeout(std::time::Duration::from_secs(if stopped_by_signal() {
-        1
-    } else {
-        5
-    }))
+pub(crate) fn drain_timeout(attention: Attention) -> PollTimeout {
+    let secs = if attention.stopped_by_signal() { 1 } else { 5 };
+    PollTimeout::new(attention).with_limit(Duration::from_secs(secs))
 }
 
 /// A client's drain result: replies missing after a signal are a note, not a failure (its
 /// servers were most likely stopped too), and nothing is verified. Returns whether every reply
 /// came back.
-pub(crate) fn settle(drained: Result<()>, me: &str) -> Result<bool> {
+pub(crate) fn settle(drained: Result<()>, me: &str, attention: Attention) -> Result<bool> {
     match drained {
         Ok(()) => Ok(true),
-        Err(e) if stopped_by_signal() => {
+        Err(e) if attention.stopped_by_signal() => {
             eprintln!("{me}: stopped by a signal with replies outstanding ({e}); not verified");
             Ok(false)
         }

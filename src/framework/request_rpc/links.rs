@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use super::{check_layout, RpcArgs, RpcShape, MASTER};
-use crate::bench::endpoint::{Endpoint, EndpointSpec};
-use crate::bench::ud_rpc::{ClientSet, UdRpc, UdRpcSpec};
 use crate::error::Result;
-use crate::hot::{DestId, RequestRegion};
+use crate::framework::ud_rpc::{ClientSet, UdRpc, UdRpcSpec};
+use crate::framework::{Endpoint, EndpointSpec, ThreadCtx};
+use crate::hot::{DestId, PollTimeout, RequestRegion};
 use crate::registry::{Entry, PeerWatch, Registry};
 use crate::verbs::{Access, QpType};
 
@@ -26,23 +26,24 @@ pub struct WorkerLink {
     pub watch: PeerWatch,
 }
 
-/// Connects worker `w`: waits for the master (and checks its layout), attaches the region,
+/// Connects worker `ctx.t`: waits for the master (and checks its layout), attaches the region,
 /// makes reply QPs carrying up to `reply_payload` bytes, announces itself and finds every
 /// client's UD QP.
 pub fn connect_worker(
     shape: RpcShape<'_>,
     a: &RpcArgs,
     reg: &Arc<Registry>,
-    w: usize,
+    ctx: &ThreadCtx<'_>,
     reply_payload: usize,
 ) -> Result<WorkerLink> {
-    let master = reg.find_ready(MASTER, a.common.wait())?;
+    let w = ctx.t;
+    let master = reg.find_ready(MASTER, ctx.wait())?;
     let watch = reg.watch(MASTER, master.run_id, MASTER);
     check_layout(reg, shape.fields, master.run_id)?;
     let region = RequestRegion::attach(a.shm_key, a.rr_size)?;
     let mut rpcs = Vec::with_capacity(a.num_server_ports);
     for p in 0..a.num_server_ports {
-        let port = a.common.open_port(a.common.port_index + p)?;
+        let port = ctx.open_port(a.common.port_index + p)?;
         let spec = UdRpcSpec {
             qps: a.num_ud_qps,
             queue_depth: a.queue.queue_depth,
@@ -57,13 +58,14 @@ pub fn connect_worker(
             spec,
             a.common.placement(),
             a.queue.counter(),
+            PollTimeout::new(ctx.attention),
         )?);
     }
     reg.announce(&format!("worker-{w}"), &rpcs[0].info())?;
     let mut dests = Vec::with_capacity(a.num_clients);
     let mut runs = Vec::with_capacity(a.num_clients);
     for c in 0..a.num_clients {
-        let e = reg.find_ready(&format!("client-dgram-{c}"), a.common.wait())?;
+        let e = reg.find_ready(&format!("client-dgram-{c}"), ctx.wait())?;
         let dest = rpcs[c % a.num_server_ports].dest_to(&e.info)?;
         dests.push((dest, e.info.qpn));
         runs.push(e.run_id);
@@ -95,19 +97,18 @@ pub struct ClientLink {
     pub watch: PeerWatch,
 }
 
-/// Connects client `id`: meets the master on server port `id mod num-server-ports` (and checks
-/// its layout), fills `window` receive slots of `reply_payload` bytes, announces its UD QP and
-/// waits for the workers.
+/// Connects client `ctx.global_id`: meets the master on server port `id mod num-server-ports`
+/// (and checks its layout), fills `window` receive slots of `reply_payload` bytes, announces its
+/// UD QP and waits for the workers.
 pub fn connect_client(
     shape: RpcShape<'_>,
     a: &RpcArgs,
     reg: &Arc<Registry>,
-    id: usize,
+    ctx: &ThreadCtx<'_>,
     reply_payload: usize,
 ) -> Result<ClientLink> {
-    let port = a
-        .common
-        .open_port(a.common.port_index + id % a.num_client_ports)?;
+    let id = ctx.global_id;
+    let port = ctx.open_port(a.common.port_index + id % a.num_client_ports)?;
     let spec = EndpointSpec {
         qp_type: if a.use_uc { QpType::Uc } else { QpType::Rc },
         queue_depth: a.queue.queue_depth,
@@ -125,7 +126,7 @@ pub fn connect_client(
         reg,
         &format!("client-conn-{id}"),
         &format!("master-{}-{id}", id % a.num_server_ports),
-        a.common.wait(),
+        ctx.wait(),
     )?;
     check_layout(reg, shape.fields, master.run_id)?;
     let rspec = UdRpcSpec {
@@ -137,10 +138,17 @@ pub fn connect_client(
         send_payload: 0,
         max_inline: a.queue.max_inline,
     };
-    let mut rpc = UdRpc::new(&port, rspec, a.common.placement(), a.queue.counter())?;
+    let timeout = PollTimeout::new(ctx.attention);
+    let mut rpc = UdRpc::new(
+        &port,
+        rspec,
+        a.common.placement(),
+        a.queue.counter(),
+        timeout,
+    )?;
     rpc.fill()?;
     reg.announce(&format!("client-dgram-{id}"), &rpc.info())?;
-    let workers = reg.find_ready("worker-0", a.common.wait())?;
+    let workers = reg.find_ready("worker-0", ctx.wait())?;
     let watch = reg.watch("worker-0", workers.run_id, "worker-0");
     Ok(ClientLink {
         ep,

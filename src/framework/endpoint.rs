@@ -3,14 +3,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::control::stop_requested;
+use super::meter::Meter;
 use crate::error::{Error, Result};
-use crate::hot::{
-    pump, Op, PollTimeout, Postlist, RecvBatch, SendBatch, SendSpec, UnsignaledCounter,
-};
+use crate::hot::{Op, RecvBatch, SendBatch, SendSpec};
 use crate::mem::{HugeBuffer, Placement};
 use crate::registry::{Entry, Registry, WaitOptions, ENTRY_TTL_S};
-use crate::stats::Counters;
 use crate::verbs::{
     Access, AddressHandle, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpInfo,
     QpType, QueuePair, WorkCompletion,
@@ -22,7 +19,7 @@ use crate::verbs::{
 ///
 /// Reading the region compiles:
 /// ```
-/// # use rdma_bench::bench::endpoint::Endpoint;
+/// # use rdma_bench::framework::Endpoint;
 /// fn first_byte(ep: &Endpoint) -> u8 {
 ///     ep.mr().to_vec(0, 1)[0]
 /// }
@@ -30,7 +27,7 @@ use crate::verbs::{
 /// Swapping it out from under the QP does not:
 /// ```compile_fail,E0616
 /// # use std::sync::Arc;
-/// # use rdma_bench::bench::endpoint::Endpoint;
+/// # use rdma_bench::framework::Endpoint;
 /// # use rdma_bench::verbs::MemoryRegion;
 /// fn swap(ep: &mut Endpoint, other: Arc<MemoryRegion>) -> Arc<MemoryRegion> {
 ///     std::mem::replace(&mut ep.mr, other)
@@ -259,7 +256,7 @@ fn await_hello(c: &Hello<'_>, deadline: Instant, wait: WaitOptions) -> Result<()
                      entry? it expires within {ENTRY_TTL_S} s)"
                 )));
             }
-            if wait.stop.is_some_and(|stop| stop()) {
+            if wait.stop.is_some_and(|a| a.stop_requested()) {
                 return Err(Error::Stopped(format!(
                     "stopped while checking the connection to {}",
                     c.peer
@@ -300,39 +297,15 @@ pub fn publish_done(reg: &Registry, me: &str) -> Result<()> {
     reg.publish_done(me)
 }
 
-/// The passive side's loop: idle until stopped or until the active peer says it is done.
-pub fn idle_until_peer_done(reg: &Registry, peer: &str, run: u64) -> Result<()> {
+/// A passive side's measured window: idle until the run stops or the active peer `peer` (of run
+/// `run`) says it is done. Looks every 200 ms; the checkpoints keep the report clock going.
+pub fn idle_until_peer_done(reg: &Registry, peer: &str, run: u64, m: &mut Meter<'_>) -> Result<()> {
     let done = format!("{peer}-done");
-    while !stop_requested() {
+    while m.checkpoint() {
         if reg.is_ready(&done, Some(run))? {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(200));
     }
     Ok(())
-}
-
-/// The throughput loop every selectively-signaled sender runs ([`pump`]): posts until stopped
-/// or `op_limit` operations (rounded up to whole postlists), publishing the running count for the
-/// reporter once per stretch, then reaps the signaled completions still out.
-pub fn selective_loop<B: Postlist>(
-    qp: &mut QueuePair,
-    batch: &mut B,
-    mut counter: UnsignaledCounter,
-    op_limit: u64,
-    t: usize,
-    counters: &Counters,
-) -> Result<()> {
-    let timeout = PollTimeout::default();
-    counters.start(t);
-    let ops = pump(qp, batch, &mut counter, op_limit, timeout, |ops| {
-        counters.set(t, ops);
-        !stop_requested()
-    });
-    if let Ok(ops) = ops {
-        counters.set(t, ops);
-    }
-    counters.stop(t);
-    ops?;
-    counter.drain(qp.send_cq(), timeout)
 }

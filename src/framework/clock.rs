@@ -1,0 +1,134 @@
+//! The report clock: what happens around the measurement while it runs, every [`step`]
+//! (50 ms): the registry's heartbeat and peer watches, progress marks, the once-a-second
+//! per-thread report, stability-mode rows, and the end of the run at `--duration` (counted
+//! from the first operation).
+//!
+//! [`step`]: ReportClock::step
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::control::{fail, Attention, Ticks};
+use crate::stats::{Counters, Reporter};
+
+/// See the module docs.
+pub(crate) struct ReportClock {
+    reporter: Reporter,
+    counters: Arc<Counters>,
+    counting: bool,
+    duration: Option<f64>,
+    attention: Attention,
+    /// The first operation was seen (or the role is passive).
+    measuring: bool,
+    deadline: Option<Instant>,
+    next_report: Instant,
+    /// Stability mode's interval, and when its next row is due.
+    stats_every: Option<Duration>,
+    next_stats: Instant,
+    /// On a one-thread run: the tick armed on the worker, re-armed at each step.
+    ticks: Option<Ticks>,
+}
+
+impl ReportClock {
+    pub(crate) fn new(
+        reporter: Reporter,
+        counters: Arc<Counters>,
+        counting: bool,
+        duration: Option<f64>,
+        stats_every: Option<Duration>,
+        attention: Attention,
+    ) -> ReportClock {
+        ReportClock {
+            reporter,
+            counters,
+            counting,
+            duration,
+            attention,
+            measuring: false,
+            deadline: None,
+            next_report: Instant::now() + Duration::from_secs(1),
+            stats_every,
+            next_stats: Instant::now(),
+            ticks: None,
+        }
+    }
+
+    /// Stepped from the worker's checkpoints when `ticks` is due.
+    pub(crate) fn ticking(self, ticks: Ticks) -> ReportClock {
+        ReportClock {
+            ticks: Some(ticks),
+            ..self
+        }
+    }
+
+    /// A reporter over the same counters, for a clock thread that did not come back.
+    pub(crate) fn spare_reporter(&self) -> Reporter {
+        Reporter::new(self.reporter.info().clone(), Arc::clone(&self.counters))
+    }
+
+    /// The reporter, for the summary.
+    pub(crate) fn into_reporter(self) -> Reporter {
+        self.reporter
+    }
+
+    /// One step of the clock (see the module docs).
+    pub(crate) fn step(&mut self) {
+        if let Some(t) = &mut self.ticks {
+            t.rearm();
+        }
+        // Keep our registry entries alive and check the peers we depend on.
+        if let Err(e) = crate::registry::tend() {
+            fail(self.attention, e);
+        }
+        self.counters.mark_progress();
+        let now = Instant::now();
+        let threads = self.counters.len();
+        if !self.measuring {
+            if self.counting && (0..threads).all(|t| self.counters.get(t) == 0) {
+                return;
+            }
+            // The clock starts with the first operation: deadline and report ticks count from it.
+            self.measuring = true;
+            self.deadline = self.duration.map(|d| now + Duration::from_secs_f64(d));
+            self.next_report = now + Duration::from_secs(1);
+            self.next_stats = now + self.stats_every.unwrap_or_default();
+        }
+        let deadline_hit = self.deadline.is_some_and(|d| now >= d);
+        if deadline_hit {
+            self.attention.request_stop();
+        }
+        // After a stop (other than the deadline's own step) threads are winding down: no rows.
+        let stopped = self.attention.stop_requested();
+        if let Some(every) = self.stats_every.filter(|_| deadline_hit || !stopped) {
+            // Rows fall on the interval's grid (from the first operation), so that --duration
+            // D and --stats-interval I give exactly D / I rows per thread; a late step writes
+            // one row for the time it covers, not one per missed slot.
+            if now >= self.next_stats {
+                self.reporter.stability_tick();
+                while self.next_stats <= now {
+                    self.next_stats += every;
+                }
+            }
+        }
+        if now >= self.next_report && self.counting && !stopped {
+            self.reporter.tick();
+            self.next_report = now + Duration::from_secs(1);
+        }
+    }
+
+    /// Steps every `period` on its own thread until all `threads` workers finished; returns the
+    /// reporter for the summary.
+    pub(crate) fn step_every(
+        mut self,
+        period: Duration,
+        finished: &AtomicUsize,
+        threads: usize,
+    ) -> Reporter {
+        while finished.load(Ordering::Acquire) < threads {
+            std::thread::sleep(period);
+            self.step();
+        }
+        self.reporter
+    }
+}
