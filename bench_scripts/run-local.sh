@@ -1,30 +1,43 @@
 #!/usr/bin/env bash
-# Runs both roles of one benchmark on this host for --duration seconds (default 3) and prints
-# their output ([server]/[client] prefixed) ending with the summary; through softroce.sh when the
-# host has no ACTIVE RDMA port.
+# Runs every role of one benchmark on this host for --duration seconds (default 3) and prints
+# their output ([server]/[client]/[worker]/... prefixed) ending with the summary; through
+# softroce.sh when the host has no ACTIVE RDMA port.
 #
 #   bench_scripts/run-local.sh rw-tput-sender --size 32 --postlist 16 --do-read 1 [--duration 5]
 #   bench_scripts/run-local.sh write-bw -s 32 -n 100000       (perftest's tools: rdma-bench <tool>)
 #   bench_scripts/run-local.sh rc-swarm --num-threads 2 --vms-per-process 2 [--num-processes N]
+#   bench_scripts/run-local.sh rw-mix --read-pct 50            (an example: cargo build --release --examples)
 #
-# Both processes get the same flags (the client also --is-client 1); a private memcached on a
-# free loopback port is the registry. The passive side outlives the active one and leaves when
-# the active side says it is done. rc-swarm runs --num-processes (default 2) equal processes
-# ([proc<i>] prefixed), each ending with its "Machine <i> average" line. perftest's tools need no registry: the client reaches the
-# server over TCP; --duration becomes -D unless -n or -a is given, --json writes each side's JSON.
+# The roles, and which of them count, come from the benchmark binary itself (`<binary>
+# --describe`), so an experiment of your own runs here once it is built. Every process gets the
+# same flags plus its role's (e.g. --is-client 1); a private memcached on a free loopback port is
+# the registry. A role that waits for its peers (the passive side, the servers of the
+# applications) runs 30 s longer and leaves when they say they are done. --num-threads goes to
+# the roles whose thread count it is. rc-swarm runs --num-processes (default 2) equal processes
+# ([proc<i>] prefixed), each ending with its "Machine <i> average" line. perftest's tools need no
+# registry: the client reaches the server over TCP; --duration becomes -D unless -n or -a is
+# given, --json writes each side's JSON.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 case $1 in -h | --help) usage; exit 0 ;; esac
 bench=$1; shift
+bin_dir=${RDMA_BENCH_BIN_DIR:-$root/target/release}
 case $bench in
-  rw-tput-sender | rw-tput-receiver | ud-sender | ud-receiver | rw-allsig | rw-postlist-latency | sender-scalability) ;;
-  ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd | rc-swarm) ;;
+  # perftest's tools are subcommands of rdma-bench.
   write-bw | write-lat | read-bw | read-lat | send-bw | send-lat | atomic-bw | atomic-lat) ;;
-  *) echo "run-local.sh: unknown benchmark '$bench'" >&2; exit 2 ;;
+  *)
+    bin=""
+    for d in "$bin_dir" "$bin_dir/examples"; do
+      [ -x "$d/$bench" ] && { bin=$d/$bench; break; }
+    done
+    [ -n "$bin" ] || {
+      echo "run-local.sh: unknown benchmark '$bench': no binary $bench in $bin_dir or $bin_dir/examples (cargo build --release [--examples]; rdma-bench list names the built-in ones)" >&2
+      exit 2
+    } ;;
 esac
 
 source "$here/lib/testbed.sh"
@@ -69,29 +82,33 @@ case $bench in
     exit $rc ;;
 esac
 
-bin=${RDMA_BENCH_BIN_DIR:-$root/target/release}/$bench
-[ -x "$bin" ] || { echo "run-local.sh: $bin not built (cargo build --release)" >&2; exit 1; }
+# The benchmark's roles in start order: NAME COUNTS OUTLIVES NUM_THREADS [FLAGS...].
+family=""
+roles=()
+while read -r key rest; do
+  case $key in
+    family) family=$rest ;;
+    role) roles+=("$rest") ;;
+  esac
+done < <("$bin" --describe)
+[ ${#roles[@]} -gt 0 ] || { echo "run-local.sh: $bin --describe named no roles: is it an rdma-bench benchmark?" >&2; exit 2; }
 command -v memcached >/dev/null || { echo "run-local.sh: memcached not installed (bench_scripts/softroce.sh setup)" >&2; exit 1; }
 
-# --duration D (or --duration=D) among the flags: the active side runs D seconds. Where the
-# server's thread count is a flag of its own (--num-server-threads), --num-threads goes to the
-# client only.
+# --duration D (or --duration=D) among the flags: the counting side runs D seconds. Where a
+# role's thread count is a flag of its own (--num-server-threads, --num-workers), --num-threads
+# goes to the other roles only.
 duration=3
 nproc=2
 args=()
-client_args=()
+threads=()
 while [ $# -gt 0 ]; do
   case $1 in
     --duration) duration=$2; shift 2 ;;
     --duration=*) duration=${1#*=}; shift ;;
     --num-processes | --num_processes) nproc=$2; shift 2 ;;
     --num-processes=* | --num_processes=*) nproc=${1#*=}; shift ;;
-    --num-threads | --num_threads)
-      case $bench in
-        ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | herd) client_args+=("$1" "$2") ;;
-        *) args+=("$1" "$2") ;;
-      esac
-      shift 2 ;;
+    --num-threads | --num_threads) threads=("$1" "$2"); shift 2 ;;
+    --num-threads=* | --num_threads=*) threads=("$1"); shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -126,10 +143,10 @@ done
 
 common=(--registry "127.0.0.1:$port" "${dev_args[@]}")
 # rc-swarm: N equal processes, one per emulated machine.
-if [ "$bench" = rc-swarm ]; then
+if [ "$family" = swarm ]; then
   [[ $nproc =~ ^[0-9]+$ ]] || { echo "run-local.sh: --num-processes must be a number" >&2; exit 2; }
   for ((i = 0; i < nproc; i++)); do
-    "$bin" "${args[@]}" "${common[@]}" --process-id "$i" --num-processes "$nproc" --duration "$duration" \
+    "$bin" "${args[@]}" "${threads[@]}" "${common[@]}" --process-id "$i" --num-processes "$nproc" --duration "$duration" \
       > >(sed -u "s/^/[proc$i] /") 2> >(sed -u "s/^/[proc$i] /" >&2) &
     pids+=($!)
   done
@@ -138,26 +155,19 @@ if [ "$bench" = rc-swarm ]; then
   exit $rc
 fi
 
-# Who counts: the passive side runs longer and leaves on the active side's "done".
-case $bench in
-  rw-tput-receiver | ud-sender | ud-receiver) server_d=$duration; client_d=$duration ;;
-  *) server_d=$duration; client_d=$(awk "BEGIN { print $duration + 30 }") ;;
-esac
-case $bench in rw-tput-receiver | ss-sequencer | ss-echo | atomics-sequencer | ws-sequencer | ws-echo | ww-echo | herd) server_d=$(awk "BEGIN { print $duration + 30 }"); client_d=$duration ;; esac
-
-server_label=server
-case $bench in ws-sequencer | ws-echo | herd) server_label=worker ;; esac
-# ws-*: a master process makes the request region and the clients' QPs; the server side is
-# its worker process.
-case $bench in
-  ws-sequencer | ws-echo | herd)
-    "$bin" "${args[@]}" "${common[@]}" --master 1 --duration "$server_d" > >(sed -u 's/^/[master] /') 2> >(sed -u 's/^/[master] /' >&2) &
-    pids+=($!) ;;
-esac
-"$bin" "${args[@]}" "${common[@]}" --duration "$server_d" > >(sed -u "s/^/[$server_label] /") 2> >(sed -u "s/^/[$server_label] /" >&2) &
-pids+=($!)
-"$bin" "${args[@]}" "${client_args[@]}" "${common[@]}" --is-client 1 --duration "$client_d" > >(sed -u 's/^/[client] /') 2> >(sed -u 's/^/[client] /' >&2) &
-pids+=($!)
+# Every role in its order; one that waits for its peers outlives the counting side.
+long=$(awk "BEGIN { print $duration + 30 }")
+for role in "${roles[@]}"; do
+  read -r name _counts outlives num_threads flags <<<"$role"
+  d=$duration
+  [ "$outlives" = 1 ] && d=$long
+  role_threads=()
+  [ "$num_threads" = 1 ] && role_threads=("${threads[@]}")
+  # shellcheck disable=SC2086
+  "$bin" "${args[@]}" "${role_threads[@]}" "${common[@]}" $flags --duration "$d" \
+    > >(sed -u "s/^/[$name] /") 2> >(sed -u "s/^/[$name] /" >&2) &
+  pids+=($!)
+done
 rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=$?; done
 exit $rc

@@ -19,35 +19,13 @@ d=${SUITE_DURATION:-3}
 out=target/suite
 mkdir -p "$out"
 rm -f "$out"/*.log "$out"/*.flags
-suite=(
-  "rw-tput-sender --size 32 --postlist 1"
-  "rw-tput-sender --size 32 --postlist 16"
-  "rw-tput-sender --size 32 --postlist 1 --do-read 1"
-  "rw-tput-sender --size 32 --postlist 16 --do-read 1"
-  "rw-tput-receiver --size 32 --postlist 16"
-  "ud-sender --size 32 --postlist 16"
-  "ud-receiver --size 32 --postlist 16"
-  "rw-allsig --size 8 --window 32 --do-read 1"
-  "rw-postlist-latency --size 8 --postlist 1 --samples 100000"
-  "write-lat -s 8 -n 5000"
-  "sender-scalability --size 32 --num-clients 16"
-  # The applications, scaled to one host: one server thread (or worker) and one client thread.
-  "atomics-sequencer --num-clients 1 --postlist 16 --buf-size 16777216"
-  "atomics-sequencer --num-clients 1 --postlist 16 --emulate-drtm 0 --use-random 0 --stride 8 --buf-size 4096"
-  "ss-sequencer --num-server-threads 1 --max-num-clients 1 --postlist 16"
-  "ss-sequencer --num-server-threads 1 --max-num-clients 1 --postlist 16 --disable-server-postlist 1"
-  "ss-sequencer --num-server-threads 1 --max-num-clients 1 --postlist 1"
-  "ws-sequencer --num-workers 1 --num-clients 1 --postlist 1 --window 32"
-  "ss-echo --num-server-threads 1 --max-num-clients 1 --postlist 16 --size 32"
-  "ws-echo --num-workers 1 --num-clients 1 --postlist 1 --window 32 --size 24"
-  "ww-echo --window 16 --size 28"
-  # rc-swarm: two processes (machines) with two emulated VMs each, one worker thread each.
-  "rc-swarm --num-threads 1 --vms-per-process 2 --size 32 --window-size 8"
-  # HERD with a store that fits the testbed (64 Ki keys), at 0, 5 and 50 % PUTs.
-  "herd --num-workers 1 --num-clients 1 --postlist 1 --window 16 --num-keys 65536 --num-buckets 16384 --log-bytes 8388608 --update-percentage 0"
-  "herd --num-workers 1 --num-clients 1 --postlist 1 --window 16 --num-keys 65536 --num-buckets 16384 --log-bytes 8388608 --update-percentage 5"
-  "herd --num-workers 1 --num-clients 1 --postlist 1 --window 16 --num-keys 65536 --num-buckets 16384 --log-bytes 8388608 --update-percentage 50"
-)
+bin=${RDMA_BENCH_BIN_DIR:-$root/target/release}/rdma-bench
+# The suite's rows come from the benchmarks' descriptors (`rdma-bench list --suite`): each
+# microbenchmark, write-lat, the applications scaled to one host (one server thread or worker
+# and one client thread), rc-swarm (two processes with two emulated VMs each) and HERD with a
+# store that fits the testbed (64 Ki keys) at 0, 5 and 50 % PUTs.
+mapfile -t suite < <("$bin" list --suite)
+[ ${#suite[@]} -gt 0 ] || { echo "run-suite.sh: $bin list --suite gave no rows" >&2; exit 1; }
 echo "device ${RDMA_BENCH_DEVICE:-$(ls /sys/class/infiniband | head -1)}, ${d}s per run"
 rc=0
 n=0
@@ -115,7 +93,6 @@ for n in range(1, count + 1):
             print(f"{os.path.basename(log):<21} (no summary: see {log})")
 PY
 
-bin=${RDMA_BENCH_BIN_DIR:-$root/target/release}/rdma-bench
 echo
 echo "== plot: $out/suite.svg (Mops per run, from $out/results.csv)"
 "$bin" plot "$out/results.csv" -o "$out/suite.svg" || rc=1

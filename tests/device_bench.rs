@@ -282,3 +282,92 @@ fn port_not_active_is_refused() {
         "rw-tput-sender: port 1 of rxedown0 is DOWN, not ACTIVE (ibv_devinfo; is the link up?)\n"
     );
 }
+
+/// An experiment of one's own (examples/rw-mix.rs, written on the public framework API only):
+/// run-local.sh starts its roles from the binary's `--describe`, both sides end cleanly, every
+/// counting thread counts, and the results reader (what compare and plot read through) finds
+/// rw-mix's point in what it printed; compare and plot take the file.
+#[test]
+fn an_example_benchmark_runs_through_run_local_compare_and_plot() {
+    let bins = std::path::Path::new(env!("CARGO_BIN_EXE_rw-tput-sender"))
+        .parent()
+        .unwrap();
+    assert!(
+        bins.join("examples/rw-mix").exists(),
+        "the example is built with the tests (cargo test builds examples)"
+    );
+    let args = [
+        "rw-mix",
+        "--read-pct",
+        "50",
+        "--postlist",
+        "4",
+        "--num-threads",
+        "2",
+    ];
+    let out = Command::new("bench_scripts/run-local.sh")
+        .args(args)
+        .args(["--duration", SECS, "--json"])
+        .env("RDMA_BENCH_BIN_DIR", bins)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let side = |label: &str| -> String {
+        let prefix = format!("[{label}] ");
+        text.lines()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let mops = check_counting(&side("server"), "Server", 2, "rw-mix", "MIX");
+    check_passive(&side("client"), "rw-mix");
+    let points = rdma_bench::tools::results::points_of_text(&text).unwrap();
+    let p = points
+        .iter()
+        .find(|p| p.bench == "rw-mix")
+        .unwrap_or_else(|| panic!("no rw-mix point in {points:?}"));
+    assert_eq!(
+        (p.key.op.as_deref(), p.key.size, p.key.postlist),
+        (Some("MIX"), Some(32), Some(4)),
+        "{p:?}"
+    );
+    let read = p
+        .metrics
+        .get(rdma_bench::tools::results::Metric::Mops)
+        .unwrap();
+    assert!(
+        (read - mops).abs() <= 1e-3 * mops.max(1e-9),
+        "{read} vs {mops}"
+    );
+    let dir = std::env::temp_dir().join(format!("rw-mix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rw-mix.txt");
+    std::fs::write(&file, &text).unwrap();
+    let tool = env!("CARGO_BIN_EXE_rdma-bench");
+    let cmp = Command::new(tool)
+        .arg("compare")
+        .args([&file, &file])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&cmp.stdout);
+    assert!(cmp.status.success() && table.contains("rw-mix"), "{table}");
+    let svg = dir.join("rw-mix.svg");
+    let plot = Command::new(tool)
+        .arg("plot")
+        .arg(&file)
+        .arg("-o")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(
+        plot.status.success() && std::fs::read_to_string(&svg).unwrap().contains("<svg"),
+        "{}",
+        String::from_utf8_lossy(&plot.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -192,7 +192,7 @@ impl Role for Windows<'_> {
 pub static BENCH: Benchmark = Benchmark {
     name: "rw-allsig",
     family: Family::Microbenchmark,
-    roles: super::rw_tput::SENDER_ROLES,
+    roles: crate::framework::SERVER_POSTS,
     reports: "server",
     op: "WRITE",
     output: Output::Rate,

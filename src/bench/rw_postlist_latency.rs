@@ -131,7 +131,7 @@ impl Role for Sampler<'_> {
 pub static BENCH: Benchmark = Benchmark {
     name: "rw-postlist-latency",
     family: Family::Microbenchmark,
-    roles: super::rw_tput::SENDER_ROLES,
+    roles: crate::framework::SERVER_POSTS,
     reports: "server",
     op: "WRITE",
     output: Output::RateAndLatency,

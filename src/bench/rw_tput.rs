@@ -10,7 +10,8 @@ use clap::{Args, CommandFactory, Parser};
 use crate::error::{Error, Result};
 use crate::framework::{
     self, check_inline, fill_byte, flag01, require, slot_stride, Benchmark, CommonArgs, Family,
-    Meter, Output, Pair, PairSpec, Plan, QueueArgs, Role, RoleSpec, Target, ThreadCtx, Topology,
+    Meter, Output, Pair, PairSpec, Plan, QueueArgs, Role, Target, ThreadCtx, Topology,
+    CLIENT_POSTS, SERVER_POSTS,
 };
 #[cfg(has_wr_api)]
 use crate::hot::WrBatch;
@@ -303,30 +304,11 @@ impl Role for Poster<'_> {
     }
 }
 
-/// Server threads post, client threads are passive targets (also rw-allsig's and
-/// rw-postlist-latency's roles).
-pub(super) const SENDER_ROLES: &[RoleSpec] = &[
-    RoleSpec {
-        name: "server",
-        flags: &[],
-        counts: true,
-        outlives: false,
-        num_threads: true,
-    },
-    RoleSpec {
-        name: "client",
-        flags: &["--is-client", "1"],
-        counts: false,
-        outlives: true,
-        num_threads: true,
-    },
-];
-
 /// rw-tput-sender.
 pub static SENDER: Benchmark = Benchmark {
     name: "rw-tput-sender",
     family: Family::Microbenchmark,
-    roles: SENDER_ROLES,
+    roles: SERVER_POSTS,
     reports: "server",
     op: "WRITE",
     output: Output::Rate,
@@ -344,22 +326,7 @@ pub static SENDER: Benchmark = Benchmark {
 pub static RECEIVER: Benchmark = Benchmark {
     name: "rw-tput-receiver",
     family: Family::Microbenchmark,
-    roles: &[
-        RoleSpec {
-            name: "server",
-            flags: &[],
-            counts: false,
-            outlives: true,
-            num_threads: true,
-        },
-        RoleSpec {
-            name: "client",
-            flags: &["--is-client", "1"],
-            counts: true,
-            outlives: false,
-            num_threads: true,
-        },
-    ],
+    roles: CLIENT_POSTS,
     reports: "client",
     op: "WRITE",
     output: Output::Rate,

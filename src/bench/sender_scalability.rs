@@ -325,7 +325,7 @@ impl Role for Servers<'_> {
 pub static BENCH: Benchmark = Benchmark {
     name: "sender-scalability",
     family: Family::Microbenchmark,
-    roles: super::rw_tput::SENDER_ROLES,
+    roles: crate::framework::SERVER_POSTS,
     reports: "server",
     op: "WRITE",
     output: Output::Rate,

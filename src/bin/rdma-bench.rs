@@ -2,7 +2,7 @@
 //! subcommand each.
 use clap::{Parser, Subcommand};
 use rdma_bench::perf::{self, args::PerfArgs, Tool};
-use rdma_bench::tools::{compare, doctor, plot, sweep};
+use rdma_bench::tools::{compare, doctor, list, plot, sweep};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -58,29 +58,18 @@ enum Command {
     /// Side-by-side table of results from ours, perftest and the original C suite, with ratios
     /// per matched point
     Compare(compare::CompareArgs),
-}
-
-fn tool_named(name: &str) -> Option<Tool> {
-    [
-        Tool::WRITE_BW,
-        Tool::WRITE_LAT,
-        Tool::READ_BW,
-        Tool::READ_LAT,
-        Tool::SEND_BW,
-        Tool::SEND_LAT,
-        Tool::ATOMIC_BW,
-        Tool::ATOMIC_LAT,
-    ]
-    .into_iter()
-    .find(|t| t.name() == name)
+    /// Every benchmark and tool this build has: roles, the side that counts, op, suite rows
+    /// (a table; --json for programs, --suite and --describe NAME for scripts)
+    List(list::ListArgs),
 }
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     let sub = argv.get(1).cloned().unwrap_or_default();
-    let tool = tool_named(&sub);
+    let tool = Tool::named(&sub);
     let name = if sub.is_empty()
-        || (tool.is_none() && !["doctor", "sweep", "plot", "compare"].contains(&sub.as_str()))
+        || (tool.is_none()
+            && !["doctor", "sweep", "plot", "compare", "list"].contains(&sub.as_str()))
     {
         "rdma-bench".to_string()
     } else {
@@ -105,6 +94,7 @@ fn main() {
         Command::Sweep(a) => sweep::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::List(a) => list::run(a),
     });
     if let Err(e) = result {
         eprintln!("{name}: {e}");

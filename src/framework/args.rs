@@ -202,11 +202,6 @@ pub fn check_inline(size: u64, max_inline: u32, what: &str) -> Result<()> {
     })
 }
 
-/// Slot stride of the original: the payload rounded up to a cache line.
-pub fn slot_stride(size: u64) -> usize {
-    (size.max(1) as usize).div_ceil(64) * 64
-}
-
 /// The byte a side fills its buffer with, so that `--verify` can tell whose data arrived.
 pub fn fill_byte(active: bool, global_id: usize) -> u8 {
     (if active { 0x40 } else { 0x80 }) | (global_id as u8 & 0x3f)

@@ -32,9 +32,10 @@ pub mod request_rpc;
 pub mod seq_verify;
 pub mod ud_rpc;
 
+pub use crate::hot::slot_stride;
 pub use args::{
     check_inline, fill_byte, flag01, parse_reap, port_index_for, positive_secs, require,
-    slot_stride, CommonArgs, QueueArgs, Topology, REAP_HELP,
+    CommonArgs, QueueArgs, Topology, REAP_HELP,
 };
 pub use descriptor::{main, Benchmark, Family, Output, RoleSpec};
 pub use endpoint::{
@@ -43,4 +44,4 @@ pub use endpoint::{
 };
 pub use lifecycle::{run, Plan, Role, ThreadCtx};
 pub use meter::{Lull, Meter};
-pub use pair::{announce_done, peer_lost, Pair, PairSpec, Target};
+pub use pair::{announce_done, peer_lost, Pair, PairSpec, Target, CLIENT_POSTS, SERVER_POSTS};

@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use super::args::{fill_byte, port_index_for, CommonArgs, Topology};
+use super::args::{fill_byte, port_index_for, CommonArgs, QueueArgs, Topology};
+use super::descriptor::RoleSpec;
 use super::endpoint::{idle_until_peer_done, publish_done, Endpoint, EndpointSpec};
 use super::lifecycle::{Plan, Role, ThreadCtx};
 use super::meter::Meter;
@@ -45,7 +46,51 @@ pub struct PairSpec<'a> {
     pub wr_api: bool,
 }
 
-impl PairSpec<'_> {
+impl<'a> PairSpec<'a> {
+    /// An RC pair of `bench` measuring `op`, with the queue flags' depth and inline limit, this
+    /// process active unless it runs the client threads (its shape: [`PairSpec::shaped`]).
+    pub fn new(
+        bench: &'static str,
+        op: &'static str,
+        topo: &'a Topology,
+        queue: &QueueArgs,
+        common: &'a CommonArgs,
+    ) -> PairSpec<'a> {
+        PairSpec {
+            bench,
+            topo,
+            common,
+            active: !topo.is_client,
+            qp_type: QpType::Rc,
+            op,
+            size: 0,
+            postlist: 1,
+            queue_depth: queue.queue_depth,
+            max_inline: queue.max_inline,
+            buf_size: 4096,
+            wr_api: false,
+        }
+    }
+
+    /// With `postlist` WRs of `size` bytes per doorbell and `buf_size` bytes per thread.
+    pub fn shaped(self, size: u64, postlist: u32, buf_size: usize) -> PairSpec<'a> {
+        PairSpec {
+            size,
+            postlist,
+            buf_size,
+            ..self
+        }
+    }
+
+    /// The passive side of this pair: idles until its peer is done, checks nothing.
+    pub fn target(self) -> Target<'a> {
+        Target {
+            spec: self,
+            check_writes: false,
+            written_slots: (0, 0),
+        }
+    }
+
     /// The plan of this process's side: its threads count if it is the active side.
     pub fn plan(&self) -> Plan {
         let info = RunInfo {
@@ -156,6 +201,42 @@ impl Pair {
         Ok(())
     }
 }
+
+/// The roles of a pair whose server threads post to passive client threads (rw-tput-sender's).
+pub const SERVER_POSTS: &[RoleSpec] = &[
+    RoleSpec {
+        name: "server",
+        flags: &[],
+        counts: true,
+        outlives: false,
+        num_threads: true,
+    },
+    RoleSpec {
+        name: "client",
+        flags: &["--is-client", "1"],
+        counts: false,
+        outlives: true,
+        num_threads: true,
+    },
+];
+
+/// The roles of a pair whose client threads post to passive server threads (rw-tput-receiver's).
+pub const CLIENT_POSTS: &[RoleSpec] = &[
+    RoleSpec {
+        name: "server",
+        flags: &[],
+        counts: false,
+        outlives: true,
+        num_threads: true,
+    },
+    RoleSpec {
+        name: "client",
+        flags: &["--is-client", "1"],
+        counts: true,
+        outlives: false,
+        num_threads: true,
+    },
+];
 
 /// An error of the transport to `peer` (retries exhausted, a flushed WR, a completion that never
 /// came) means the peer is gone: say so, with what was seen. A remote error (access, invalid

@@ -29,7 +29,7 @@ pub use poll::{poll_exact, poll_one, PollTimeout, Stall};
 pub use recv::{RecvBatch, RecvRing};
 pub use reply::{DestId, Payload, UdPostlist};
 pub use request::{RequestRegion, SlotLayout};
-pub use send::{Remote, SendBatch, SendSpec};
+pub use send::{slot_stride, Remote, SendBatch, SendSpec};
 pub use signal::{check_batching, BatchSlot, Reap, UnsignaledCounter};
 #[cfg(has_wr_api)]
 pub use wr_batch::WrBatch;

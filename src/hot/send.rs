@@ -52,6 +52,27 @@ pub struct SendSpec {
     pub inline: bool,
 }
 
+/// Slot stride of the original: the payload rounded up to a cache line.
+pub fn slot_stride(size: u64) -> usize {
+    (size.max(1) as usize).div_ceil(64) * 64
+}
+
+impl SendSpec {
+    /// The paper's slots: `postlist` WRs of `op` and `size` bytes, slot `i` at
+    /// `i · round_up(size, 64)` locally and remotely, not inlined.
+    pub fn slots(op: Op, postlist: usize, size: u32) -> SendSpec {
+        SendSpec {
+            op,
+            postlist,
+            size,
+            stride: slot_stride(u64::from(size)),
+            local_offset: 0,
+            remote_offset: 0,
+            inline: false,
+        }
+    }
+}
+
 /// No WR of the batch is signaled.
 const NO_SLOT: u32 = u32::MAX;
 /// Flags were set by hand; which WRs are signaled is unknown.

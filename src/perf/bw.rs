@@ -15,8 +15,8 @@ use super::session::Session;
 use super::settings::AtomicType;
 use super::stats::{peak_ticks_per_msg, BwRow};
 use super::Verb;
-use crate::error::Result;
 use crate::control::Attention;
+use crate::error::Result;
 use crate::hot::{poll_exact, PollTimeout, Remote, SendBatch, SendSpec, Stall};
 use crate::verbs::{Op, WorkCompletion};
 

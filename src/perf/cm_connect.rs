@@ -159,7 +159,10 @@ impl Session {
                 id.accept_ud(self.qps[q].qp_num())?;
                 if both_send {
                     let cq = Arc::clone(self.qps[q].recv_cq());
-                    let wc = crate::hot::poll_one(&cq, crate::hot::PollTimeout::new(self.attention).with_limit(timeout))?;
+                    let wc = crate::hot::poll_one(
+                        &cq,
+                        crate::hot::PollTimeout::new(self.attention).with_limit(timeout),
+                    )?;
                     let qpn = wc.imm_data().ok_or_else(|| {
                         Error::Protocol(
                             "RDMA CM: the UD client's first SEND has no immediate".into(),

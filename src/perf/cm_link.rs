@@ -97,7 +97,9 @@ impl CmLink {
                     };
                     return Ok((link, port));
                 }
-                Err(Error::Config(_)) if start.elapsed() < timeout && !attention.stop_requested() => {
+                Err(Error::Config(_))
+                    if start.elapsed() < timeout && !attention.stop_requested() =>
+                {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 Err(Error::Config(why)) => {

@@ -20,6 +20,9 @@ pub mod session;
 pub mod settings;
 pub mod stats;
 
+/// The suite's runs of the tools (`rdma-bench list --suite`), scaled to one host.
+pub const SUITE: &[(Tool, &str)] = &[(Tool::WRITE_LAT, "-s 8 -n 5000")];
+
 /// The operation a test measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
@@ -92,6 +95,41 @@ impl Tool {
         verb: Verb::Atomic,
         test: Test::Lat,
     };
+
+    /// All eight, in perftest's order of binaries.
+    pub const ALL: [Tool; 8] = [
+        Tool::WRITE_BW,
+        Tool::WRITE_LAT,
+        Tool::READ_BW,
+        Tool::READ_LAT,
+        Tool::SEND_BW,
+        Tool::SEND_LAT,
+        Tool::ATOMIC_BW,
+        Tool::ATOMIC_LAT,
+    ];
+
+    /// The tool whose subcommand is `name`.
+    pub fn named(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// What it measures, as `rdma-bench list` says.
+    pub fn about(self) -> String {
+        let what = match self.verb {
+            Verb::Write => "RDMA WRITE",
+            Verb::Read => "RDMA READ",
+            Verb::Send => "SEND",
+            Verb::Atomic => "atomic",
+        };
+        let how = match self.test {
+            Test::Bw => "bandwidth",
+            Test::Lat => "latency",
+        };
+        format!(
+            "{what} {how}, as perftest's ib_{}",
+            self.name().replace('-', "_")
+        )
+    }
 
     /// Our subcommand's name (`write-bw`).
     pub fn name(self) -> &'static str {

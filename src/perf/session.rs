@@ -137,9 +137,12 @@ impl Session {
 
         let mut channel = match (channel.take(), &a.server) {
             (Some(c), _) => c,
-            (None, Some(host)) => {
-                Channel::connect(host, a.port, Duration::from_secs(a.connect_timeout), attention)?
-            }
+            (None, Some(host)) => Channel::connect(
+                host,
+                a.port,
+                Duration::from_secs(a.connect_timeout),
+                attention,
+            )?,
             (None, None) => {
                 println!("{WAITING_BANNER}");
                 Channel::accept(a.port, attention)?

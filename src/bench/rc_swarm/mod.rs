@@ -18,8 +18,6 @@ use crate::error::{Error, Result};
 use crate::framework::{flag01, require, Benchmark, CommonArgs, Family, Output, RoleSpec};
 use crate::hot::check_batching;
 
-
-
 /// Bytes of each thread's buffer (kAppBufSize).
 pub const BUF_SIZE: usize = 2 * 1024 * 1024;
 /// Most threads in a process (kAppMaxThreads).

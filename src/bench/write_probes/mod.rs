@@ -22,9 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::framework::{
-    announce_done, Endpoint, EndpointSpec, Plan, RoleSpec, ThreadCtx,
-};
+use crate::framework::{announce_done, Endpoint, EndpointSpec, Plan, RoleSpec, ThreadCtx};
 use crate::hot::Remote;
 use crate::registry::{Entry, PeerWatch, Registry};
 use crate::stats::RunInfo;

@@ -321,21 +321,5 @@ pub fn command_hints(text: &str) -> Hints {
 }
 
 fn is_bench_name(w: &str) -> bool {
-    const OURS: [&str; 14] = [
-        "rw-tput-sender",
-        "rw-tput-receiver",
-        "ud-sender",
-        "ud-receiver",
-        "rw-allsig",
-        "rw-postlist-latency",
-        "sender-scalability",
-        "atomics-sequencer",
-        "ss-sequencer",
-        "ws-sequencer",
-        "ss-echo",
-        "ws-echo",
-        "ww-echo",
-        "rc-swarm",
-    ];
-    OURS.contains(&w) || w == "herd" || (w.starts_with("ib_") && w.len() > 3)
+    crate::bench::named(w).is_some() || (w.starts_with("ib_") && w.len() > 3)
 }

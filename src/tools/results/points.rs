@@ -58,22 +58,13 @@ pub struct Point {
     pub metrics: Metrics,
 }
 
-/// The side whose numbers are the benchmark's result, where both report.
+/// The side whose numbers are the benchmark's result, where both report: the descriptor's
+/// reporting role for ours; perftest's client, the requester and the side that always reports.
 fn active_role(bench: &str, source: Source) -> Option<&'static str> {
-    match bench {
-        "rw-tput-receiver" | "ud-receiver" => Some("client"),
-        "rw-tput-sender"
-        | "ud-sender"
-        | "rw-allsig"
-        | "rw-postlist-latency"
-        | "sender-scalability" => Some("server"),
-        "rc-swarm" => Some("machine"),
-        // The paper's applications: the rate at which the server side hands out or echoes.
-        "ss-sequencer" | "ss-echo" | "ww-echo" => Some("server"),
-        "ws-sequencer" | "ws-echo" => Some("worker"),
-        // perftest's client is the requester, and the side that always reports.
-        _ if source == Source::Perftest => Some("client"),
-        _ => None,
+    match crate::bench::named(bench) {
+        Some(b) => Some(b.reports),
+        None if source == Source::Perftest => Some("client"),
+        None => None,
     }
 }
 

@@ -6,8 +6,8 @@ use std::net::SocketAddrV4;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::attention::Attention;
 use super::{check, event_name, CmId, E};
+use crate::attention::Attention;
 use crate::error::{Error, Result};
 use crate::sys;
 use crate::verbs::{AddressHandle, ProtectionDomain};
