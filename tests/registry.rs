@@ -1,4 +1,4 @@
-//! The registry against a real memcached, and the direct TCP exchange. Host-only: no RDMA needed.
+//! The registry against a real memcached. Host-only: no RDMA needed.
 
 #[path = "common/memcached.rs"]
 mod memcached;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memcached::Memcached;
-use rdma_bench::registry::{exchange, now_ms, Registry, WaitOptions};
+use rdma_bench::registry::{now_ms, Registry, WaitOptions};
 use rdma_bench::verbs::QpInfo;
 
 fn info(qpn: u32) -> QpInfo {
@@ -254,35 +254,6 @@ fn bad_names_and_addresses_are_refused() {
         .unwrap()
         .to_string();
     assert!(e.contains("is not HOST[:PORT]"), "{e}");
-}
-
-#[test]
-fn tcp_exchange_swaps_infos_both_ways() {
-    let port = memcached::free_port();
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let server = std::thread::spawn(move || {
-        exchange::serve(addr, &[info(1), info(2)], Duration::from_secs(10))
-    });
-    let got = exchange::connect(addr, &[info(3)], Duration::from_secs(10)).unwrap();
-    assert_eq!(got, vec![info(1), info(2)]);
-    assert_eq!(server.join().unwrap().unwrap(), vec![info(3)]);
-}
-
-#[test]
-fn tcp_exchange_times_out_without_a_peer() {
-    let port = memcached::free_port();
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let e = exchange::serve(addr, &[info(1)], Duration::from_millis(300))
-        .unwrap_err()
-        .to_string();
-    assert_eq!(e, format!("no client connected to {addr} within 0.3 s"));
-    let e = exchange::connect(addr, &[info(1)], Duration::from_millis(300))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.starts_with(&format!("cannot reach the server at {addr}")),
-        "{e}"
-    );
 }
 
 /// Child half of `a_killed_owners_entries_expire_and_a_live_owners_do_not`: publish, say so, wait to

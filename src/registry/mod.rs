@@ -1,6 +1,7 @@
 //! QP-info exchange. [`Registry`]: memcached, with libhrd's key names (`server-<i>`, `client-<i>`,
 //! `master-<port>-<clt>`…), so it fits the C suite's run scripts (memcached on the server machine,
-//! `HRD_REGISTRY_IP`). [`exchange`]: a direct TCP exchange for two-party tools.
+//! `HRD_REGISTRY_IP`). (perftest's tools exchange their keys over perftest's own TCP channel:
+//! `perf::channel`.)
 //!
 //! Entries are live only while their owner is: they are written with a short expiry
 //! ([`ENTRY_TTL_S`]) and re-published with a bumped heartbeat by the owner about once a second
@@ -13,7 +14,6 @@
 //! connect, mark ready, wait for the peer's readiness from the same run), [`Registry::announce`]
 //! and [`Registry::find_ready`] (UD: a receiver announces itself, a sender looks it up).
 
-pub mod exchange;
 mod live;
 mod meet;
 mod memcached;

@@ -11,7 +11,7 @@ mod lines;
 mod metric;
 mod perftest;
 mod points;
-mod sweep_file;
+pub mod sweep_file;
 
 pub use lines::{command_hints, Hints};
 pub use metric::{Metric, Metrics};
@@ -182,7 +182,7 @@ pub fn points_of_text(text: &str) -> std::result::Result<Vec<Point>, String> {
                 None => serde_json::from_str(text.trim()).map_err(|e| format!("bad JSON: {e}"))?,
             };
             if v.get("points").is_some() {
-                sweep_file::points_of_json(&v)
+                sweep_file::points_of_json(text)
             } else if v.get("test_info").is_some() {
                 Ok(points(&perftest::parse_document(&v, None)))
             } else {
