@@ -217,7 +217,7 @@ impl Session {
 
     #[cfg(not(has_rdmacm))]
     pub(super) fn connect_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
-        cm_channel(a).map(|_| ())
+        cm_channel(a, self.attention).map(|_| ())
     }
 }
 
