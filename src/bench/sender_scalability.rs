@@ -14,12 +14,9 @@ use crate::framework::{
     Family, Meter, Output, Plan, QueueArgs, Role, ThreadCtx, Topology,
 };
 use crate::hot::{Op, Postlist, Remote, SendBatch, SendSpec, UnsignaledCounter};
-use crate::mem::HugeBuffer;
 use crate::registry::{PeerWatch, Registry};
 use crate::stats::RunInfo;
-use crate::verbs::{
-    Access, CompletionQueue, MemoryRegion, ProtectionDomain, QpCaps, QpType, QueuePair,
-};
+use crate::verbs::{Access, QpCaps, QpSpec, QpType, QueuePair, Resources};
 
 /// sender-scalability's command line.
 #[derive(Parser, Debug, Clone)]
@@ -237,9 +234,9 @@ impl Role for Servers<'_> {
         let a = self.0;
         let t = ctx.t;
         let port = ctx.open_port(port_index_for(&a.common, a.topo.dual_port, t))?;
-        let pd = ProtectionDomain::new(port.context())?;
-        let buf = HugeBuffer::new(a.buf_size, a.common.placement())?;
-        let mr = MemoryRegion::register(&pd, buf, Access::LOCAL_WRITE)?;
+        // One PD and region for all the thread's QPs; each QP with its own CQ, as libhrd.
+        let res = Resources::new(&port)?;
+        let mr = res.region(a.buf_size, a.common.placement(), Access::LOCAL_WRITE)?;
         mr.fill(fill_byte(true, t));
         let reg = a.common.registry()?;
         let caps = QpCaps {
@@ -254,8 +251,7 @@ impl Role for Servers<'_> {
         let mut batches = Vec::with_capacity(a.num_clients);
         let mut watches = Vec::with_capacity(a.num_clients);
         for c in 0..a.num_clients {
-            let cq = CompletionQueue::new(port.context(), a.queue.queue_depth)?;
-            let mut qp = QueuePair::new(&pd, &port, &cq, &cq, a.qp_type(), caps)?;
+            let mut qp = res.qp(QpSpec::new(a.qp_type(), caps))?;
             let info = qp.info(None);
             let me = format!("server-{t}-{c}");
             let peer = format!("client-{c}-{t}");

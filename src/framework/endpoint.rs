@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 use super::meter::Meter;
 use crate::error::{Error, Result};
 use crate::hot::{Op, RecvBatch, SendBatch, SendSpec};
-use crate::mem::{HugeBuffer, Placement};
+use crate::mem::Placement;
 use crate::registry::{Entry, Registry, WaitOptions, ENTRY_TTL_S};
 use crate::verbs::{
-    Access, AddressHandle, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpInfo,
-    QpType, QueuePair, WorkCompletion,
+    Access, AddressHandle, MemoryRegion, Port, ProtectionDomain, QpCaps, QpInfo, QpSpec, QpType,
+    QueuePair, Resources, WorkCompletion,
 };
 
 /// One QP with its CQ and a registered buffer. The region owns the memory and the QP keeps the
@@ -64,8 +64,7 @@ pub struct EndpointSpec {
 impl Endpoint {
     /// Makes PD, CQ, QP, buffer (placed as `place` says) and MR on `port`.
     pub fn new(port: &Port, spec: EndpointSpec, place: Placement) -> Result<Endpoint> {
-        let pd = ProtectionDomain::new(port.context())?;
-        let cq = CompletionQueue::new(port.context(), spec.queue_depth + spec.recv_depth)?;
+        let res = Resources::new(port)?;
         let caps = QpCaps {
             max_send_wr: spec.queue_depth,
             max_recv_wr: spec.recv_depth.max(1),
@@ -73,11 +72,11 @@ impl Endpoint {
             max_recv_sge: 1,
             max_inline_data: spec.max_inline,
         };
-        let qp = if spec.ex {
-            QueuePair::new_ex(&pd, port, &cq, &cq, spec.qp_type, caps)?
-        } else {
-            QueuePair::new(&pd, port, &cq, &cq, spec.qp_type, caps)?
-        };
+        let qp = res.qp(QpSpec {
+            qp_type: spec.qp_type,
+            caps,
+            ex: spec.ex,
+        })?;
         let access = spec.access.unwrap_or(match spec.qp_type {
             QpType::Rc => {
                 Access::LOCAL_WRITE
@@ -88,9 +87,13 @@ impl Endpoint {
             QpType::Uc => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             QpType::Ud => Access::LOCAL_WRITE,
         });
-        let mr = MemoryRegion::register(&pd, HugeBuffer::new(spec.buf_size, place)?, access)?;
+        let mr = res.region(spec.buf_size, place, access)?;
         mr.fill(spec.fill);
-        Ok(Endpoint { qp, mr, pd })
+        Ok(Endpoint {
+            qp,
+            mr,
+            pd: Arc::clone(res.pd()),
+        })
     }
 
     /// The queue pair.

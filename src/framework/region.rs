@@ -11,13 +11,12 @@ use crate::error::Result;
 use crate::mem::ShmBuffer;
 use crate::registry::{Entry, Registry, WaitOptions};
 use crate::verbs::{
-    Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpType, QueuePair,
+    Access, CompletionQueue, MemoryRegion, Port, QpCaps, QpSpec, QpType, QueuePair, Resources,
 };
 
 /// One port's view of the region.
 pub struct RegionPort {
-    port: Port,
-    pd: Arc<ProtectionDomain>,
+    res: Resources,
     cq: Arc<CompletionQueue>,
     /// The region as registered on this port's PD.
     pub mr: Arc<MemoryRegion>,
@@ -39,18 +38,18 @@ pub fn open(
     for p in 0..ports {
         let port = common.open_port(common.port_index + p)?;
         check_port(&port)?;
-        let pd = ProtectionDomain::new(port.context())?;
+        let res = Resources::new(&port)?;
         let buf = if p == 0 {
             ShmBuffer::create(shm_key, size, common.placement())?
         } else {
             ShmBuffer::attach(shm_key, size)?
         };
-        let mr = MemoryRegion::register(&pd, buf, access)?;
+        let mr = res.register(buf, access)?;
         if p == 0 {
             mr.fill(0);
         }
-        let cq = CompletionQueue::new(port.context(), (2 * qps as u32).max(16))?;
-        out.push(RegionPort { port, pd, cq, mr });
+        let cq = res.cq((2 * qps as u32).max(16))?;
+        out.push(RegionPort { res, cq, mr });
     }
     Ok(out)
 }
@@ -73,7 +72,9 @@ impl RegionPort {
             max_recv_sge: 1,
             max_inline_data: 0,
         };
-        let mut qp = QueuePair::new(&self.pd, &self.port, &self.cq, &self.cq, qp_type, caps)?;
+        let mut qp = self
+            .res
+            .qp_on(QpSpec::new(qp_type, caps), &self.cq, &self.cq)?;
         let info = qp.info(Some(&self.mr));
         let remote = connect_qp(&mut qp, &self.mr, &info, reg, me, peer, wait)?;
         Ok((qp, remote))

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::hot::{PollTimeout, RecvRing, UdPostlist, UnsignaledCounter, GRH_BYTES};
-use crate::mem::{HugeBuffer, Placement};
+use crate::mem::Placement;
 use crate::registry::Registry;
 use crate::verbs::{
-    Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpInfo, QpType,
-    QueuePair, WorkCompletion,
+    Access, CompletionQueue, MemoryRegion, Port, QpCaps, QpInfo, QpSpec, QpType, Resources,
+    WorkCompletion,
 };
 
 /// Receive slots are this far apart (a cache line, as the original).
@@ -47,8 +47,7 @@ pub struct UdRpc {
     pub recv_mr: Arc<MemoryRegion>,
     /// Completions of the ring's receives.
     pub recv_cq: Arc<CompletionQueue>,
-    pd: Arc<ProtectionDomain>,
-    port: Port,
+    res: Resources,
 }
 
 impl UdRpc {
@@ -61,11 +60,11 @@ impl UdRpc {
         timeout: PollTimeout,
     ) -> Result<Self> {
         let stride = (GRH_BYTES + spec.recv_payload).next_multiple_of(SLOT_STRIDE);
-        let pd = ProtectionDomain::new(port.context())?;
-        let recv_cq = CompletionQueue::new(port.context(), spec.recv_slots as u32)?;
+        let res = Resources::new(port)?;
+        let recv_cq = res.cq(spec.recv_slots as u32)?;
         let mut qps = Vec::with_capacity(spec.qps);
         for i in 0..spec.qps {
-            let send_cq = CompletionQueue::new(port.context(), spec.queue_depth)?;
+            let send_cq = res.cq(spec.queue_depth)?;
             let caps = QpCaps {
                 max_send_wr: spec.queue_depth,
                 max_recv_wr: if i == 0 { spec.recv_slots as u32 } else { 1 },
@@ -73,23 +72,10 @@ impl UdRpc {
                 max_recv_sge: 1,
                 max_inline_data: spec.max_inline,
             };
-            qps.push(QueuePair::new(
-                &pd,
-                port,
-                &send_cq,
-                &recv_cq,
-                QpType::Ud,
-                caps,
-            )?);
+            qps.push(res.qp_on(QpSpec::new(QpType::Ud, caps), &send_cq, &recv_cq)?);
         }
-        let send_mr = MemoryRegion::register(
-            &pd,
-            HugeBuffer::new(
-                (spec.max_postlist * spec.send_payload.max(8).next_multiple_of(8)).max(64),
-                place,
-            )?,
-            Access::LOCAL_WRITE,
-        )?;
+        let send_bytes = spec.max_postlist * spec.send_payload.max(8).next_multiple_of(8);
+        let send_mr = res.region(send_bytes.max(64), place, Access::LOCAL_WRITE)?;
         let mut out = UdPostlist::new(
             qps,
             &send_mr,
@@ -98,11 +84,7 @@ impl UdRpc {
             counter,
             timeout,
         )?;
-        let recv_mr = MemoryRegion::register(
-            &pd,
-            HugeBuffer::new(spec.recv_slots * stride, place)?,
-            Access::LOCAL_WRITE,
-        )?;
+        let recv_mr = res.region(spec.recv_slots * stride, place, Access::LOCAL_WRITE)?;
         recv_mr.fill(0);
         let ring = RecvRing::new(
             out.qp_mut(0),
@@ -117,8 +99,7 @@ impl UdRpc {
             ring,
             recv_mr,
             recv_cq,
-            pd,
-            port: port.clone(),
+            res,
         })
     }
 
@@ -146,7 +127,7 @@ impl UdRpc {
 
     /// An AH to the UD peer `remote`, registered as a destination of [`Self::out`].
     pub fn dest_to(&mut self, remote: &QpInfo) -> Result<crate::hot::DestId> {
-        let ah = crate::verbs::AddressHandle::new(&self.pd, &self.port, remote)?;
+        let ah = crate::verbs::AddressHandle::new(self.res.pd(), self.res.port(), remote)?;
         self.out.add_dest(&ah)
     }
 

@@ -10,11 +10,11 @@ use super::channel::{Wait, SETUP_TIMEOUT};
 use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::hot::{poll_one, PollTimeout, RecvBatch, SendBatch, SendSpec};
-use crate::mem::{HugeBuffer, HugePolicy, Placement};
+use crate::mem::{HugePolicy, Placement};
 use crate::verbs::cm::{CmId, CmParams};
 use crate::verbs::{
-    Access, CompletionQueue, Context, MemoryRegion, Op, Port, ProtectionDomain, QpCaps, QpType,
-    QueuePair, WorkCompletion,
+    Access, Context, MemoryRegion, Op, Port, QpCaps, QpSpec, QpType, QueuePair, Resources,
+    WorkCompletion,
 };
 
 /// perftest posts RECVs of `sizeof(struct pingpong_dest)`: no message is longer.
@@ -43,10 +43,9 @@ pub struct CmLink {
 
 impl CmLink {
     fn build(port: &Port) -> Result<(QueuePair, Arc<MemoryRegion>, RecvBatch)> {
-        let ctx = port.context();
-        let pd = ProtectionDomain::new(ctx)?;
-        let send_cq = CompletionQueue::new(ctx, 1)?;
-        let recv_cq = CompletionQueue::new(ctx, 1)?;
+        let res = Resources::new(port)?;
+        let send_cq = res.cq(1)?;
+        let recv_cq = res.cq(1)?;
         let caps = QpCaps {
             max_send_wr: 1,
             max_recv_wr: 1,
@@ -54,12 +53,12 @@ impl CmLink {
             max_recv_sge: 1,
             max_inline_data: 0,
         };
-        let mut qp = QueuePair::new(&pd, port, &send_cq, &recv_cq, QpType::Rc, caps)?;
+        let mut qp = res.qp_on(QpSpec::new(QpType::Rc, caps), &send_cq, &recv_cq)?;
         let place = Placement {
             huge: HugePolicy::Off,
             numa_node: None,
         };
-        let mr = MemoryRegion::register(&pd, HugeBuffer::new(4096, place)?, Access::LOCAL_WRITE)?;
+        let mr = res.region(4096, place, Access::LOCAL_WRITE)?;
         let mut recv = RecvBatch::new(&mut qp, &mr, 1, MAX_MESSAGE as u32, RECV_OFFSET, 0)?;
         // Before connecting: the peer's first message may follow the handshake at once.
         recv.post(&mut qp, 1)?;

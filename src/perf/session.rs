@@ -16,10 +16,10 @@ use super::{Test, Verb};
 use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
-use crate::mem::{HugeBuffer, HugePolicy, Placement};
+use crate::mem::{HugePolicy, Placement};
 use crate::verbs::{
-    Access, AddressHandle, CompletionQueue, ConnectParams, LinkLayer, MemoryRegion, Port,
-    ProtectionDomain, QpCaps, QpInfo, QpType, QueuePair,
+    Access, AddressHandle, ConnectParams, LinkLayer, MemoryRegion, Port, QpCaps, QpInfo, QpSpec,
+    QpType, QueuePair, Resources,
 };
 
 /// Mellanox's PCI vendor id: the devices perftest knows inline defaults for.
@@ -166,15 +166,15 @@ impl Session {
         if settings.qp_type == QpType::Ud {
             geo = geo.for_ud();
         }
-        let pd = ProtectionDomain::new(ctx)?;
+        let res = Resources::new(&port)?;
         let (send_cq, recv_cq) = match settings.events {
             None => (
-                CompletionQueue::new(ctx, settings.tx_depth * nq)?,
-                CompletionQueue::new(ctx, settings.rx_depth * nq)?,
+                res.cq(settings.tx_depth * nq)?,
+                res.cq(settings.rx_depth * nq)?,
             ),
             Some(vector) => (
-                CompletionQueue::with_events(ctx, settings.tx_depth * nq, vector)?,
-                CompletionQueue::with_events(ctx, settings.rx_depth * nq, vector)?,
+                res.cq_with_events(settings.tx_depth * nq, vector)?,
+                res.cq_with_events(settings.rx_depth * nq, vector)?,
             ),
         };
         let caps = QpCaps {
@@ -186,7 +186,8 @@ impl Session {
         };
         let mut qps = Vec::with_capacity(nq as usize);
         for _ in 0..nq {
-            let qp = QueuePair::new(&pd, &port, &send_cq, &recv_cq, settings.qp_type, caps)
+            let qp = res
+                .qp_on(QpSpec::new(settings.qp_type, caps), &send_cq, &recv_cq)
                 .map_err(|e| match e.errno() {
                     Some(libc::EINVAL | libc::ENOMEM) => Error::config(format!(
                         "the device refused a QP of depth {} with {inline} bytes inline ({e}): \
@@ -219,8 +220,7 @@ impl Session {
             },
             numa_node: None,
         };
-        let mr =
-            MemoryRegion::register(&pd, HugeBuffer::new(geo.mr_len() as usize, place)?, access)?;
+        let mr = res.region(geo.mr_len() as usize, place, access)?;
         mr.fill(0);
         // perftest draws its PSN at random; any 24-bit value works, as each side tells the other.
         let psn = (crate::kv::splitmix64(

@@ -20,6 +20,7 @@ mod pd;
 mod port;
 mod qp;
 mod qp_info;
+mod resources;
 /// The `ibv_wr_*` post API (when the headers have it: [`crate::build_info::WR_API`]).
 #[cfg(has_wr_api)]
 mod wr;
@@ -37,6 +38,7 @@ pub use pd::ProtectionDomain;
 pub use port::Port;
 pub use qp::{ConnectParams, QpCaps, QpType, QueuePair};
 pub use qp_info::QpInfo;
+pub use resources::{QpSpec, Resources};
 #[cfg(has_wr_api)]
 pub use wr::{Payload, Wr, WrGuard};
 

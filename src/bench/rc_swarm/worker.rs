@@ -12,12 +12,10 @@ use crate::framework::{hello_all, peer_lost, Hello, Meter, Plan, Role, ThreadCtx
 use crate::hot::{
     poll_one, Op, PollTimeout, Postlist, RecvBatch, Remote, SendBatch, SendSpec, UnsignaledCounter,
 };
-use crate::mem::HugeBuffer;
 use crate::registry::{Meeting, PeerWatch};
 use crate::stats::RunInfo;
 use crate::verbs::{
-    Access, CompletionQueue, ConnectParams, MemoryRegion, ProtectionDomain, QpCaps, QpType,
-    QueuePair,
+    Access, ConnectParams, MemoryRegion, QpCaps, QpSpec, QpType, QueuePair, Resources,
 };
 
 /// A connected QP and what posting on it needs.
@@ -85,10 +83,9 @@ fn connect(a: &Args, swarm: &Swarm, ctx: &ThreadCtx<'_>) -> Result<Connected> {
             a.max_rd_atomic
         )));
     }
-    let pd = ProtectionDomain::new(port.context())?;
-    let buf = HugeBuffer::new(BUF_SIZE, a.common.placement())?;
+    let res = Resources::new(&port)?;
     let access = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE;
-    let mr = MemoryRegion::register(&pd, buf, access)?;
+    let mr = res.region(BUF_SIZE, a.common.placement(), access)?;
     // READs land in the zeroed polling region; everything a READ fetches is non-zero.
     mr.fill(1);
     mr.write(0, &vec![0; a.polling_region()]);
@@ -103,9 +100,8 @@ fn connect(a: &Args, swarm: &Swarm, ctx: &ThreadCtx<'_>) -> Result<Connected> {
     let mut idle = Vec::new();
     let mut meetings = Vec::new();
     for i in 0..a.qps_per_thread(&swarm.rank) {
-        let cq = CompletionQueue::new(port.context(), a.sq_depth + 1)?;
         let qp_type = if a.use_uc { QpType::Uc } else { QpType::Rc };
-        let mut qp = QueuePair::new(&pd, &port, &cq, &cq, qp_type, caps)?;
+        let mut qp = res.qp(QpSpec::new(qp_type, caps))?;
         if i % n == p {
             idle.push(qp);
             continue;
