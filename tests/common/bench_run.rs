@@ -96,19 +96,18 @@ pub fn run_pair(
     (s, c)
 }
 
-/// Checks a counting side's output: per-thread IOPS lines for every thread, all non-zero, the
-/// summary line, and a JSON summary with the run's facts. Returns the summary's Mops.
+/// Checks a counting side's output: per-thread IOPS lines for every thread and the summary line
+/// (the text a person reads), then what the results reader (compare, plot, sweep) takes from it:
+/// every thread's first interval non-zero, and a summary with the run's facts whose rate is the
+/// text line's. Returns the summary's Mops.
 pub fn check_counting(out: &str, role: &str, threads: usize, bench: &str, op: &str) -> f64 {
+    use rdma_bench::tools::results::{parse, Kind, Metric, Source};
     for t in 0..threads {
         let prefix = format!("main: {role} {t}: ");
-        let rates: Vec<f64> = out
-            .lines()
-            .filter_map(|l| l.strip_prefix(&prefix)?.strip_suffix(" IOPS")?.parse().ok())
-            .collect();
-        assert!(!rates.is_empty(), "no rate line for {role} {t}:\n{out}");
         assert!(
-            rates[0] > 0.0,
-            "{role} {t} measured nothing in its first second:\n{out}"
+            out.lines()
+                .any(|l| l.starts_with(&prefix) && l.ends_with(" IOPS")),
+            "no rate line for {role} {t}:\n{out}"
         );
     }
     let total: f64 = out
@@ -120,46 +119,49 @@ pub fn check_counting(out: &str, role: &str, threads: usize, bench: &str, op: &s
                 .ok()
         })
         .unwrap_or_else(|| panic!("no summary line:\n{out}"));
-    assert!(total > 0.0, "zero total:\n{out}");
-    let summary: serde_json::Value = out
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l)
-                .unwrap_or_else(|e| panic!("bad JSON {l}: {e}"))
+    let ms = parse(out);
+    let role = role.to_lowercase();
+    let role = role.as_str();
+    let ours = |kind: Kind| {
+        ms.iter().filter(move |m| {
+            m.source == Source::Ours && m.kind == kind && m.role.as_deref() == Some(role)
         })
-        .find(|v| v["summary"] == true)
-        .unwrap_or_else(|| panic!("no JSON summary:\n{out}"));
-    assert_eq!(summary["bench"], bench);
-    assert_eq!(summary["op"], op);
-    assert_eq!(summary["threads"], threads as u64);
-    assert!(summary["ops"].as_u64().unwrap() > 0);
-    let mops = summary["mops"].as_f64().unwrap();
-    assert!((mops - total).abs() < 1e-3, "JSON {mops} vs line {total}");
-    for per_thread in out
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-    {
-        if per_thread.get("thread").is_some() && per_thread.get("latency").is_none() {
-            for k in [
-                "bench",
-                "role",
-                "thread",
-                "elapsed_s",
-                "ops",
-                "mops",
-                "op",
-                "size",
-                "postlist",
-            ] {
-                assert!(
-                    per_thread.get(k).is_some(),
-                    "per-thread JSON lacks {k}: {per_thread}"
-                );
-            }
-        }
+    };
+    for t in 0..threads as u64 {
+        let first = ours(Kind::Interval)
+            .find(|m| m.thread == Some(t))
+            .unwrap_or_else(|| panic!("the reader found no interval of thread {t}:\n{out}"));
+        assert_eq!(
+            (first.bench.as_str(), first.op.as_deref()),
+            (bench, Some(op)),
+            "{first:?}"
+        );
+        assert!(
+            first.size.is_some() && first.postlist.is_some(),
+            "the interval lacks the run's shape: {first:?}"
+        );
+        let mops = first.metrics.get(Metric::Mops).unwrap_or(0.0);
+        assert!(
+            mops > 0.0,
+            "thread {t} measured nothing in its first second:\n{out}"
+        );
     }
+    // The run's summary (a latency summary, rw-postlist-latency's, has no thread count).
+    let summary = ours(Kind::Summary)
+        .find(|m| m.threads.is_some())
+        .unwrap_or_else(|| panic!("the reader found no summary:\n{out}"));
+    assert_eq!(
+        (
+            summary.bench.as_str(),
+            summary.op.as_deref(),
+            summary.threads
+        ),
+        (bench, Some(op), Some(threads as u64)),
+        "{summary:?}"
+    );
+    let mops = summary.metrics.get(Metric::Mops).unwrap_or(0.0);
+    assert!(mops > 0.0, "zero total:\n{out}");
+    assert!((mops - total).abs() < 1e-3, "JSON {mops} vs line {total}");
     total
 }
 
