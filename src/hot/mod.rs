@@ -30,7 +30,7 @@ pub use recv::{RecvBatch, RecvRing};
 pub use reply::{DestId, Payload, UdPostlist};
 pub use request::{RequestRegion, SlotLayout};
 pub use send::{slot_stride, Remote, SendBatch, SendSpec};
-pub use signal::{check_batching, BatchSlot, Reap, UnsignaledCounter};
+pub use signal::{check_batching, BatchSlot, Moderation, Reap, UnsignaledCounter};
 #[cfg(has_wr_api)]
 pub use wr_batch::WrBatch;
 

@@ -1,7 +1,10 @@
 //! Selective signaling: one signaled WR every `unsig_batch`, and send completions reaped before
 //! the send queue could overflow (the paper's §4 invariants).
 //!
-//! Two reaping policies keep those invariants:
+//! [`Moderation`] is perftest's rule for the perftest-compatible tools: the last WR of every
+//! `cq_mod` is signaled, at most `tx_depth` WRs are in flight, a completion retires `cq_mod`.
+//!
+//! Two reaping policies keep the paper's invariants:
 //! - [`Reap::Eager`], the original suite's rule: at most one signaled WR in flight, its CQE reaped
 //!   right before the next signaled WR is posted (WRs in flight < 2 × unsig_batch).
 //! - [`Reap::Lazy`], perftest's: as many signaled WRs in flight as the send queue holds
@@ -275,6 +278,75 @@ impl UnsignaledCounter {
     }
 }
 
+/// perftest's CQ moderation on one QP (its `-Q`/`--cq-mod` and `-t`/`--tx-depth`): the last WR
+/// of every `cq_mod` is signaled, and the last WR of a counted run, so that every WR completes;
+/// at most `depth` WRs are in flight; a completion retires the `cq_mod` WRs up to its own (the
+/// last one may stand for fewer, so [`Moderation::completed`] can pass [`Moderation::posted`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Moderation {
+    cq_mod: u64,
+    depth: u64,
+    /// The index of a counted run's last WR (u64::MAX: a timed run has none).
+    last: u64,
+    posted: u64,
+    completed: u64,
+}
+
+impl Moderation {
+    /// The rule for `cq_mod` (≥ 1) and a send queue of `depth` WRs; `total` WRs in a counted run
+    /// (None for a timed one).
+    pub fn new(cq_mod: u32, depth: u32, total: Option<u64>) -> Moderation {
+        Moderation {
+            cq_mod: u64::from(cq_mod.max(1)),
+            depth: u64::from(depth),
+            last: total.map_or(u64::MAX, |t| t.saturating_sub(1)),
+            posted: 0,
+            completed: 0,
+        }
+    }
+
+    /// True when `n` more WRs fit in flight.
+    #[inline(always)]
+    pub fn has_room(&self, n: u64) -> bool {
+        self.posted + n <= self.completed + self.depth
+    }
+
+    /// Whether the next WR (a single one) must be signaled.
+    #[inline(always)]
+    pub fn next_signaled(&self) -> bool {
+        let m = self.posted;
+        m % self.cq_mod == self.cq_mod - 1 || m == self.last
+    }
+
+    /// Whether WR `j` of every chain of `n` (a postlist that divides by `cq_mod`) is signaled.
+    pub fn chain_signaled(&self, j: u64) -> bool {
+        (j + 1) % self.cq_mod == 0
+    }
+
+    /// Counts `n` WRs posted.
+    #[inline(always)]
+    pub fn count_posted(&mut self, n: u64) {
+        self.posted += n;
+    }
+
+    /// Counts one completion: the `cq_mod` WRs up to it are done. Returns how many that is.
+    #[inline(always)]
+    pub fn retire(&mut self) -> u64 {
+        self.completed += self.cq_mod;
+        self.cq_mod
+    }
+
+    /// WRs posted so far.
+    pub fn posted(&self) -> u64 {
+        self.posted
+    }
+
+    /// WRs completed so far (in steps of `cq_mod`).
+    pub fn completed(&self) -> u64 {
+        self.completed
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn broken(what: &str) -> crate::Error {
@@ -324,6 +396,31 @@ pub fn check_batching(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn perftests_moderation_signals_every_cq_mod_th_and_the_last() {
+        let mut m = Moderation::new(4, 8, Some(10));
+        let mut signaled = Vec::new();
+        while m.posted() < 10 {
+            if !m.has_room(1) {
+                // A full queue: one completion retires cq_mod WRs.
+                assert_eq!(m.retire(), 4);
+                continue;
+            }
+            if m.next_signaled() {
+                signaled.push(m.posted());
+            }
+            m.count_posted(1);
+        }
+        assert_eq!(signaled, [3, 7, 9]);
+        assert!(!Moderation::new(4, 8, None).chain_signaled(2));
+        assert!(Moderation::new(4, 8, None).chain_signaled(7));
+        // A timed run has no last WR: only every cq_mod-th.
+        let mut t = Moderation::new(1, 1, None);
+        assert!(t.next_signaled() && t.has_room(1) && !t.has_room(2));
+        t.count_posted(1);
+        assert!(!t.has_room(1));
+    }
 
     #[test]
     fn signals_one_in_unsig_batch_and_polls_before_the_next() {

@@ -17,7 +17,7 @@ use super::stats::{peak_ticks_per_msg, BwRow};
 use super::Verb;
 use crate::control::Attention;
 use crate::error::Result;
-use crate::hot::{poll_exact, PollTimeout, Remote, SendBatch, SendSpec, Stall};
+use crate::hot::{poll_exact, Moderation, PollTimeout, Remote, SendBatch, SendSpec, Stall};
 use crate::verbs::{Op, WorkCompletion};
 
 /// perftest polls up to this many completions at once (CTX_POLL_BATCH).
@@ -53,7 +53,8 @@ fn batch_for(s: &mut Session, q: usize, size: u64) -> Result<(SendBatch, u64)> {
     let geo = s.geo;
     let slots = geo.slots(size);
     let inc = geo.inc(size);
-    let (pl, cq_mod) = (st.post_list as usize, st.cq_mod as usize);
+    let pl = st.post_list as usize;
+    let chains = Moderation::new(st.cq_mod, st.tx_depth, None);
     let spec = SendSpec {
         op,
         postlist: pl,
@@ -77,7 +78,7 @@ fn batch_for(s: &mut Session, q: usize, size: u64) -> Result<(SendBatch, u64)> {
         let k = (j as u64 % slots) * if slots > 1 { inc } else { 0 };
         b.move_to(j, geo.local(q as u64) + k, k)?;
         if pl > 1 {
-            b.set_signaled(j, (j + 1) % cq_mod == 0);
+            b.set_signaled(j, chains.chain_signaled(j as u64));
         }
     }
     Ok((b, slots))
@@ -128,11 +129,7 @@ pub fn post_side(
         batches.push(batch_for(s, q, size)?);
     }
     let st = s.settings.clone();
-    let (pl, cq_mod, tx_depth) = (
-        u64::from(st.post_list),
-        u64::from(st.cq_mod),
-        u64::from(st.tx_depth),
-    );
+    let (pl, cq_mod) = (u64::from(st.post_list), u64::from(st.cq_mod));
     let inc = s.geo.inc(size);
     let timed = st.window();
     let mut window = SampledWindow::new(timed);
@@ -141,8 +138,8 @@ pub fn post_side(
     let stamps = !st.no_peak;
     let mut posted = vec![0u64; if stamps { total as usize } else { 0 }];
     let mut completed = vec![0u64; if stamps { total as usize } else { 0 }];
-    let mut scnt = vec![0u64; nq];
-    let mut ccnt = vec![0u64; nq];
+    let counted = timed.is_none().then_some(iters);
+    let mut qmod = vec![Moderation::new(st.cq_mod, st.tx_depth, counted); nq];
     let (mut totscnt, mut totccnt) = (0u64, 0u64);
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
     let attention = s.attention;
@@ -166,7 +163,9 @@ pub fn post_side(
                 last_window = Some(row);
                 window = SampledWindow::new(timed);
             }
-        } else if ccnt.iter().all(|&c| c >= iters) && rx.as_ref().is_none_or(|r| r.rcnt >= total) {
+        } else if qmod.iter().all(|m| m.completed() >= iters)
+            && rx.as_ref().is_none_or(|r| r.rcnt >= total)
+        {
             // Every QP's last (short) batch has completed: with several QPs the total alone
             // could be reached with one QP's completion still in the CQ, to be miscounted by
             // the next size.
@@ -188,31 +187,28 @@ pub fn post_side(
             }
         }
         for (q, (batch, slots)) in batches.iter_mut().enumerate() {
-            let qp = &mut s.qps[q];
-            while (timed.is_some() || scnt[q] < iters) && scnt[q] + pl <= ccnt[q] + tx_depth {
+            let (qp, qm) = (&mut s.qps[q], &mut qmod[q]);
+            while (timed.is_some() || qm.posted() < iters) && qm.has_room(pl) {
                 if pl == 1 {
-                    let m = scnt[q];
+                    let m = qm.posted();
                     if *slots > 1 {
                         let k = (m % *slots) * inc;
                         batch.move_to(0, s.geo.local(q as u64) + k, k)?;
                     }
-                    batch.set_signaled(
-                        0,
-                        m % cq_mod == cq_mod - 1 || (timed.is_none() && m == iters - 1),
-                    );
+                    batch.set_signaled(0, qm.next_signaled());
                 }
                 if stamps {
                     posted[totscnt as usize] = clock::now();
                 }
                 batch.post(qp)?;
-                scnt[q] += pl;
+                qm.count_posted(pl);
                 totscnt += pl;
             }
         }
         let n = send_cq.poll(&mut wcs)?;
         if n == 0 && arrived == 0 {
             if let Some(r) = rx.as_deref_mut() {
-                let sent = ccnt.iter().all(|&c| c >= iters);
+                let sent = qmod.iter().all(|m| m.completed() >= iters);
                 if timed.is_none() && sent && r.gave_up(total, s) {
                     break;
                 }
@@ -224,12 +220,12 @@ pub fn post_side(
         let t = if stamps { clock::now() } else { 0 };
         for wc in &wcs[..n] {
             wc.result()?;
-            ccnt[wc.wr_id() as usize] += cq_mod;
-            totccnt += cq_mod;
+            let done = qmod[wc.wr_id() as usize].retire();
+            totccnt += done;
             if stamps {
                 completed[(totccnt.min(total) - 1) as usize] = t;
             }
-            window.count(cq_mod);
+            window.count(done);
         }
     }
     let end = clock::now();
