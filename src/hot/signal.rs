@@ -320,7 +320,7 @@ impl Moderation {
 
     /// Whether WR `j` of every chain of `n` (a postlist that divides by `cq_mod`) is signaled.
     pub fn chain_signaled(&self, j: u64) -> bool {
-        (j + 1) % self.cq_mod == 0
+        (j + 1).is_multiple_of(self.cq_mod)
     }
 
     /// Counts `n` WRs posted.
