@@ -581,3 +581,64 @@ fn post_api_wr_without_the_wr_api() {
         )
     );
 }
+
+/// The descriptors are the one list of benchmarks: every one has a binary that explains itself
+/// and describes itself exactly as `rdma-bench list` does, the list's JSON names them all, and
+/// the suite's rows all name a benchmark of the list or a perftest tool.
+#[test]
+fn every_descriptor_has_its_binary_and_the_list_agrees() {
+    let bins = std::path::Path::new(SENDER).parent().unwrap();
+    for b in rdma_bench::bench::ALL {
+        let bin = bins.join(b.name);
+        let help = Command::new(&bin).arg("--help").output().unwrap();
+        assert!(help.status.success(), "{} --help failed", b.name);
+        assert!(
+            String::from_utf8_lossy(&help.stdout).contains("--duration"),
+            "{} --help lacks the common flags",
+            b.name
+        );
+        let own = Command::new(&bin).arg("--describe").output().unwrap();
+        let listed = Command::new(RDMA_BENCH)
+            .args(["list", "--describe", b.name])
+            .output()
+            .unwrap();
+        assert!(
+            own.status.success() && listed.status.success(),
+            "{}",
+            b.name
+        );
+        assert_eq!(own.stdout, listed.stdout, "{}", b.name);
+        assert_eq!(String::from_utf8_lossy(&own.stdout), b.describe());
+    }
+    let json = Command::new(RDMA_BENCH)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    let all: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let names: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    for b in rdma_bench::bench::ALL {
+        assert!(names.contains(&b.name), "{} not in list --json", b.name);
+    }
+    let suite = Command::new(RDMA_BENCH)
+        .args(["list", "--suite"])
+        .output()
+        .unwrap();
+    let suite = String::from_utf8_lossy(&suite.stdout);
+    assert!(suite.lines().count() >= 20, "{suite}");
+    for row in suite.lines() {
+        let name = row.split_whitespace().next().unwrap();
+        assert!(
+            names.contains(&name),
+            "suite row {row:?} names no benchmark"
+        );
+    }
+    assert_eq!(
+        refuse(RDMA_BENCH, &["list", "--describe", "nope"]),
+        (2, "rdma-bench list: --describe nope: no such benchmark (`rdma-bench list` names them; perftest's tools are subcommands: rdma-bench nope --help)\n".into())
+    );
+}
