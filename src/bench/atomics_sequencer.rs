@@ -487,20 +487,8 @@ pub static BENCH: Benchmark = Benchmark {
     name: "atomics-sequencer",
     family: Family::Application,
     roles: &[
-        RoleSpec {
-            name: "server",
-            flags: &[],
-            counts: false,
-            outlives: true,
-            num_threads: false,
-        },
-        RoleSpec {
-            name: "client",
-            flags: &["--is-client", "1"],
-            counts: true,
-            outlives: false,
-            num_threads: true,
-        },
+        RoleSpec::SERVER.passive().outliving().own_threads(),
+        RoleSpec::CLIENT,
     ],
     reports: "client",
     op: "FETCH_ADD",

@@ -28,7 +28,7 @@ use crate::framework::{
     self, publish_done, require, Benchmark, CommonArgs, Family, Lull, Meter, Output, Plan,
     QueueArgs, Role, RoleSpec, ThreadCtx, Topology,
 };
-use crate::hot::{DestId, Payload, PollTimeout, GRH_BYTES};
+use crate::hot::{DestId, Payload, GRH_BYTES};
 use crate::registry::{PeerWatch, Registry};
 use crate::stats::RunInfo;
 use crate::verbs::WorkCompletion;
@@ -287,14 +287,7 @@ impl Role for Servers<'_> {
             send_payload: size.max(8),
             max_inline: a.queue.max_inline,
         };
-        let timeout = PollTimeout::new(ctx.attention);
-        let mut rpc = UdRpc::new(
-            &port,
-            spec,
-            a.common.placement(),
-            a.queue.counter(),
-            timeout,
-        )?;
+        let mut rpc = UdRpc::new(ctx, &port, spec, &a.queue)?;
         rpc.fill()?;
         let me = format!("server-{t}");
         self.ss.reg.announce(&me, &rpc.info())?;
@@ -559,14 +552,7 @@ impl Role for Clients<'_> {
             send_payload: size,
             max_inline: a.queue.max_inline,
         };
-        let timeout = PollTimeout::new(ctx.attention);
-        let mut rpc = UdRpc::new(
-            &port,
-            spec,
-            a.common.placement(),
-            a.queue.counter(),
-            timeout,
-        )?;
+        let mut rpc = UdRpc::new(ctx, &port, spec, &a.queue)?;
         rpc.fill()?;
         let me = format!("client-{id}");
         let peer = format!("server-{server}");
@@ -677,22 +663,7 @@ impl Role for Clients<'_> {
 }
 
 /// Both sides count: the servers the requests they answer, the clients their replies.
-const ROLES: &[RoleSpec] = &[
-    RoleSpec {
-        name: "server",
-        flags: &[],
-        counts: true,
-        outlives: true,
-        num_threads: false,
-    },
-    RoleSpec {
-        name: "client",
-        flags: &["--is-client", "1"],
-        counts: true,
-        outlives: false,
-        num_threads: true,
-    },
-];
+const ROLES: &[RoleSpec] = &[RoleSpec::SERVER.outliving().own_threads(), RoleSpec::CLIENT];
 
 /// ss-sequencer.
 pub static SEQUENCER: Benchmark = Benchmark {

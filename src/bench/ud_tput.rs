@@ -410,22 +410,7 @@ impl SenderWatch {
 }
 
 /// Both sides count: senders their SENDs, receivers what arrived.
-const ROLES: &[RoleSpec] = &[
-    RoleSpec {
-        name: "server",
-        flags: &[],
-        counts: true,
-        outlives: false,
-        num_threads: true,
-    },
-    RoleSpec {
-        name: "client",
-        flags: &["--is-client", "1"],
-        counts: true,
-        outlives: false,
-        num_threads: true,
-    },
-];
+const ROLES: &[RoleSpec] = &[RoleSpec::SERVER, RoleSpec::CLIENT];
 
 /// ud-sender.
 pub static SENDER: Benchmark = Benchmark {

@@ -298,22 +298,7 @@ impl Role for Echoes<'_> {
 pub static BENCH: Benchmark = Benchmark {
     name: "ww-echo",
     family: Family::Application,
-    roles: &[
-        RoleSpec {
-            name: "server",
-            flags: &[],
-            counts: true,
-            outlives: true,
-            num_threads: true,
-        },
-        RoleSpec {
-            name: "client",
-            flags: &["--is-client", "1"],
-            counts: true,
-            outlives: false,
-            num_threads: true,
-        },
-    ],
+    roles: &[RoleSpec::SERVER.outliving(), RoleSpec::CLIENT],
     reports: "server",
     op: "WRITE",
     output: Output::Rate,

@@ -72,6 +72,52 @@ pub struct RoleSpec {
     pub num_threads: bool,
 }
 
+impl RoleSpec {
+    /// The servers (no flag starts them) whose threads count operations, with `--num-threads`.
+    pub const SERVER: RoleSpec = RoleSpec {
+        name: "server",
+        flags: &[],
+        counts: true,
+        outlives: false,
+        num_threads: true,
+    };
+    /// The clients (`--is-client 1`) whose threads count operations, with `--num-threads`.
+    pub const CLIENT: RoleSpec = RoleSpec {
+        name: "client",
+        flags: &["--is-client", "1"],
+        ..RoleSpec::SERVER
+    };
+    /// This role's threads do not count (targets, masters).
+    pub const fn passive(self) -> RoleSpec {
+        RoleSpec {
+            counts: false,
+            ..self
+        }
+    }
+    /// This role waits for its peers to say they are done.
+    pub const fn outliving(self) -> RoleSpec {
+        RoleSpec {
+            outlives: true,
+            ..self
+        }
+    }
+    /// This role's thread count is a flag of its own (not `--num-threads`).
+    pub const fn own_threads(self) -> RoleSpec {
+        RoleSpec {
+            num_threads: false,
+            ..self
+        }
+    }
+    /// The same role under another name, started with `flags`.
+    pub const fn named(self, name: &'static str, flags: &'static [&'static str]) -> RoleSpec {
+        RoleSpec {
+            name,
+            flags,
+            ..self
+        }
+    }
+}
+
 /// A benchmark, declared once (see the module docs).
 #[derive(Debug, Clone, Copy)]
 pub struct Benchmark {

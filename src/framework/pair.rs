@@ -123,24 +123,18 @@ impl<'a> PairSpec<'a> {
             access: None,
         };
         let port = ctx.open_port(port_index_for(self.common, self.topo.dual_port, id))?;
-        let reg = self.common.registry()?;
         let (me, peer) = if self.topo.is_client {
             (format!("client-{id}"), format!("server-{id}"))
         } else {
             (format!("server-{id}"), format!("client-{id}"))
         };
-        let placement = self.common.placement();
-        let (ep, remote) = Endpoint::meet(&port, spec, placement, &reg, &me, &peer, ctx.wait())?;
-        println!("main: {} {id} connected to {peer}", self.topo.role_name());
-        let watch = Some(reg.watch(&peer, remote.run_id, &peer));
-        Ok(Pair {
-            ep,
-            reg,
-            remote,
-            me,
-            peer,
-            watch,
-        })
+        let pair = Pair::meet(ctx, &port, spec, me, peer)?;
+        println!(
+            "main: {} {id} connected to {}",
+            self.topo.role_name(),
+            pair.peer
+        );
+        Ok(pair)
     }
 }
 
@@ -161,6 +155,35 @@ pub struct Pair {
 }
 
 impl Pair {
+    /// Makes an endpoint on `port` and meets `peer` with it as `me` through the registry; the
+    /// report clock watches the peer's liveness until [`Pair::finish`].
+    pub fn meet(
+        ctx: &ThreadCtx<'_>,
+        port: &crate::verbs::Port,
+        spec: EndpointSpec,
+        me: String,
+        peer: String,
+    ) -> Result<Pair> {
+        let reg = ctx.common.registry()?;
+        let placement = ctx.common.placement();
+        let (ep, remote) = Endpoint::meet(port, spec, placement, &reg, &me, &peer, ctx.wait())?;
+        let watch = Some(reg.watch(&peer, remote.run_id, &peer));
+        Ok(Pair {
+            ep,
+            reg,
+            remote,
+            me,
+            peer,
+            watch,
+        })
+    }
+
+    /// Whether the peer said it is done (one registry round trip).
+    pub fn peer_done(&self) -> Result<bool> {
+        self.reg
+            .is_ready(&format!("{}-done", self.peer), Some(self.remote.run_id))
+    }
+
     /// The peer's buffer, as the target of a batch.
     pub fn remote_buf(&self) -> Remote {
         Remote::of(&self.remote.info)
@@ -203,40 +226,10 @@ impl Pair {
 }
 
 /// The roles of a pair whose server threads post to passive client threads (rw-tput-sender's).
-pub const SERVER_POSTS: &[RoleSpec] = &[
-    RoleSpec {
-        name: "server",
-        flags: &[],
-        counts: true,
-        outlives: false,
-        num_threads: true,
-    },
-    RoleSpec {
-        name: "client",
-        flags: &["--is-client", "1"],
-        counts: false,
-        outlives: true,
-        num_threads: true,
-    },
-];
+pub const SERVER_POSTS: &[RoleSpec] = &[RoleSpec::SERVER, RoleSpec::CLIENT.passive().outliving()];
 
 /// The roles of a pair whose client threads post to passive server threads (rw-tput-receiver's).
-pub const CLIENT_POSTS: &[RoleSpec] = &[
-    RoleSpec {
-        name: "server",
-        flags: &[],
-        counts: false,
-        outlives: true,
-        num_threads: true,
-    },
-    RoleSpec {
-        name: "client",
-        flags: &["--is-client", "1"],
-        counts: true,
-        outlives: false,
-        num_threads: true,
-    },
-];
+pub const CLIENT_POSTS: &[RoleSpec] = &[RoleSpec::SERVER.passive().outliving(), RoleSpec::CLIENT];
 
 /// An error of the transport to `peer` (retries exhausted, a flushed WR, a completion that never
 /// came) means the peer is gone: say so, with what was seen. A remote error (access, invalid

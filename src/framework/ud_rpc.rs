@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::control::Attention;
 use crate::error::{Error, Result};
-use crate::hot::{PollTimeout, RecvRing, UdPostlist, UnsignaledCounter, GRH_BYTES};
-use crate::mem::Placement;
+use crate::framework::{QueueArgs, ThreadCtx};
+use crate::hot::{PollTimeout, RecvRing, UdPostlist, GRH_BYTES};
 use crate::registry::Registry;
 use crate::verbs::{
     Access, CompletionQueue, MemoryRegion, Port, QpCaps, QpInfo, QpSpec, QpType, Resources,
@@ -51,14 +51,17 @@ pub struct UdRpc {
 }
 
 impl UdRpc {
-    /// Makes the QPs, regions and ring on `port`; nothing is posted yet ([`Self::fill`]).
+    /// Makes the QPs, regions (placed as `--hugepages`/`--numa-node` say) and ring on `port`
+    /// for thread `ctx`, signaling as the queue flags say; nothing is posted yet
+    /// ([`Self::fill`]).
     pub fn new(
+        ctx: &ThreadCtx<'_>,
         port: &Port,
         spec: UdRpcSpec,
-        place: Placement,
-        counter: UnsignaledCounter,
-        timeout: PollTimeout,
+        queue: &QueueArgs,
     ) -> Result<Self> {
+        let (place, counter) = (ctx.common.placement(), queue.counter());
+        let timeout = PollTimeout::new(ctx.attention);
         let stride = (GRH_BYTES + spec.recv_payload).next_multiple_of(SLOT_STRIDE);
         let res = Resources::new(port)?;
         let recv_cq = res.cq(spec.recv_slots as u32)?;

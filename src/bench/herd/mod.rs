@@ -166,13 +166,8 @@ fn entry() -> Result<()> {
     };
     let common = &a.rpc.common;
     if a.rpc.master {
-        let master = Master {
-            shape,
-            args: &a.rpc,
-            reg,
-        };
-        master.announce()?;
-        framework::run(&master, common)?;
+        let args = &a.rpc;
+        Master { shape, args, reg }.run()?;
     } else if a.rpc.topo.is_client {
         let zipf = a
             .zipf

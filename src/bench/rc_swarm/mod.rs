@@ -184,13 +184,7 @@ fn entry() -> Result<()> {
 pub static BENCH: Benchmark = Benchmark {
     name: "rc-swarm",
     family: Family::Swarm,
-    roles: &[RoleSpec {
-        name: "machine",
-        flags: &[],
-        counts: true,
-        outlives: false,
-        num_threads: true,
-    }],
+    roles: &[RoleSpec::SERVER.named("machine", &[])],
     reports: "machine",
     op: "READ",
     output: Output::Machine,

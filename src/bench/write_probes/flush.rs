@@ -11,12 +11,9 @@
 
 use clap::{CommandFactory, Parser};
 
-use super::{full_fence, probe_plan, role_name, summary_json, Histogram, Pace, Peer};
+use super::{done_when_due, full_fence, role_name, summary_json, Histogram, Pace, Peer, TwoSided};
 use crate::error::{Error, Result};
-use crate::framework::{
-    self, flag01, peer_lost, require, Benchmark, CommonArgs, Family, Meter, Output, Plan, Role,
-    ThreadCtx,
-};
+use crate::framework::{flag01, peer_lost, require, Benchmark, CommonArgs, Family, Meter, Output};
 use crate::hot::{poll_one, Op, SendBatch, SendSpec};
 use crate::stats::{CycleClock, JsonObject};
 
@@ -75,38 +72,7 @@ pub(crate) fn validate(a: &Args) -> Result<()> {
 fn entry() -> Result<()> {
     let a = Args::parse();
     validate(&a)?;
-    framework::run(&Flush(&a), &a.common)?;
-    Ok(())
-}
-
-/// Either side: the client measures, the server is a passive target that may check.
-struct Flush<'a>(&'a Args);
-
-impl Role for Flush<'_> {
-    type Thread = Peer;
-
-    fn plan(&self) -> Plan {
-        probe_plan(NAME, self.0.is_client, self.0.common.json)
-    }
-
-    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Peer> {
-        Peer::meet(NAME, ctx, self.0.is_client, BUF_SIZE, BUF_SIZE as u64)
-    }
-
-    fn measure(&self, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
-        if self.0.is_client {
-            client(self.0, peer, m)
-        } else {
-            server(self.0, peer, m)
-        }
-    }
-
-    fn finish(&self, mut peer: Peer, _: &ThreadCtx<'_>) -> Result<()> {
-        if self.0.is_client {
-            peer.finish()?;
-        }
-        Ok(())
-    }
+    TwoSided::run(NAME, &a, &a.common, a.is_client, BUF_SIZE, client, server)
 }
 
 fn client(a: &Args, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
@@ -123,7 +89,7 @@ fn client(a: &Args, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
         remote_offset: 0,
         inline: false,
     };
-    let peer_name = peer.peer;
+    let peer_name = peer.peer.clone();
     let (qp, mr) = peer.ep.parts();
     let mut batch = SendBatch::new(qp, mr, spec, Some(remote))?;
     for i in 0..n {
@@ -153,7 +119,7 @@ fn client(a: &Args, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
             .and_then(|()| poll_one(qp.send_cq(), timeout));
         let ticks = CycleClock::ticks(t0, tsc.stamp());
         if let Err(e) = r {
-            break Err(peer_lost(e, peer_name, iter > 1));
+            break Err(peer_lost(e, &peer_name, iter > 1));
         }
         all.record(ticks);
         window.record(ticks);
@@ -282,7 +248,7 @@ fn server(a: &Args, peer: &Peer, m: &mut Meter<'_>) -> Result<()> {
                 );
             }
         }
-        match peer.done_when_due(&due) {
+        match done_when_due(peer, &due) {
             Ok(false) => {}
             Ok(true) => break Ok(()),
             Err(e) => break Err(e),

@@ -308,13 +308,7 @@ fn finding(a: &Args, seen: &Seen, writes: u64, elapsed_s: f64) {
 pub static BENCH: Benchmark = Benchmark {
     name: NAME,
     family: Family::Probe,
-    roles: &[RoleSpec {
-        name: "server",
-        flags: &[],
-        counts: false,
-        outlives: false,
-        num_threads: false,
-    }],
+    roles: &[RoleSpec::SERVER.passive().own_threads()],
     reports: "server",
     op: "WRITE",
     output: Output::Probe,

@@ -18,13 +18,10 @@ pub use flush::BENCH as FLUSH;
 pub use incomplete::BENCH as INCOMPLETE;
 pub use reordering::BENCH as REORDERING;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::framework::{announce_done, Endpoint, EndpointSpec, Plan, RoleSpec, ThreadCtx};
-use crate::hot::Remote;
-use crate::registry::{Entry, PeerWatch, Registry};
+use crate::framework::{CommonArgs, EndpointSpec, Meter, Pair, Plan, Role, RoleSpec, ThreadCtx};
 use crate::stats::RunInfo;
 use crate::verbs::QpType;
 
@@ -84,21 +81,83 @@ impl Pace {
 
 /// The two-process probes' roles: a server and a client, the client active.
 pub(crate) const ROLES: &[RoleSpec] = &[
-    RoleSpec {
-        name: "server",
-        flags: &[],
-        counts: false,
-        outlives: true,
-        num_threads: false,
-    },
-    RoleSpec {
-        name: "client",
-        flags: &["--is-client", "1"],
-        counts: false,
-        outlives: false,
-        num_threads: false,
-    },
+    RoleSpec::SERVER.passive().outliving().own_threads(),
+    RoleSpec::CLIENT.passive().own_threads(),
 ];
+
+/// A two-process probe's role (write-reordering, write-flush): each side meets the other under the
+/// original's names and runs its own loop; the client, the active side, says "done" at the end.
+pub(crate) struct TwoSided<'a, A> {
+    /// The probe's name.
+    pub name: &'static str,
+    /// Its flags.
+    pub args: &'a A,
+    /// This process runs the client.
+    pub is_client: bool,
+    /// `--json`.
+    pub json: bool,
+    /// The buffer each side registers (and needs of the other).
+    pub buf_size: usize,
+    /// The client's loop.
+    pub client: fn(&A, &mut Peer, &mut Meter<'_>) -> Result<()>,
+    /// The server's loop.
+    pub server: fn(&A, &Peer, &mut Meter<'_>) -> Result<()>,
+}
+
+impl<'a, A: Sync> TwoSided<'a, A> {
+    /// Runs this process's side of probe `name` with flags `args` (its buffer of `buf_size`
+    /// bytes on each side) through the lifecycle.
+    pub fn run(
+        name: &'static str,
+        args: &'a A,
+        common: &CommonArgs,
+        is_client: bool,
+        buf_size: usize,
+        client: fn(&A, &mut Peer, &mut Meter<'_>) -> Result<()>,
+        server: fn(&A, &Peer, &mut Meter<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let json = common.json;
+        let probe = TwoSided {
+            name,
+            args,
+            is_client,
+            json,
+            buf_size,
+            client,
+            server,
+        };
+        crate::framework::run(&probe, common)?;
+        Ok(())
+    }
+}
+
+impl<A: Sync> Role for TwoSided<'_, A> {
+    type Thread = Peer;
+
+    fn plan(&self) -> Plan {
+        probe_plan(self.name, self.is_client, self.json)
+    }
+
+    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Peer> {
+        let need = self.buf_size as u64;
+        meet(self.name, ctx, self.is_client, self.buf_size, need)
+    }
+
+    fn measure(&self, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
+        if self.is_client {
+            (self.client)(self.args, peer, m)
+        } else {
+            (self.server)(self.args, peer, m)
+        }
+    }
+
+    fn finish(&self, peer: Peer, _: &ThreadCtx<'_>) -> Result<()> {
+        if self.is_client {
+            peer.finish()?;
+        }
+        Ok(())
+    }
+}
 
 /// What every probe's plan says: one thread, its own reports and summary.
 pub(crate) fn probe_plan(bench: &'static str, is_client: bool, json: bool) -> Plan {
@@ -127,98 +186,58 @@ pub(crate) fn fastrand(seed: &mut u64) -> u32 {
     (*seed >> 32) as u32
 }
 
-/// One side of a two-process probe, connected to the other through the registry under the
-/// original's names, `server` and `client`.
-pub(crate) struct Peer {
-    pub ep: Endpoint,
-    pub reg: Arc<Registry>,
-    pub remote: Entry,
-    pub me: &'static str,
-    pub peer: &'static str,
-    /// The report clock checks the peer's liveness while this is held.
-    pub watch: Option<PeerWatch>,
+/// One side of a two-process probe: a connected pair under the original's names, `server` and
+/// `client`.
+pub(crate) type Peer = Pair;
+
+/// Makes an RC endpoint with a zeroed buffer of `buf_size` bytes on `--port-index` and meets the
+/// other side through the registry. The peer must expose at least `need_remote` bytes (a smaller
+/// buffer is another benchmark's `server`/`client` under the same names).
+fn meet(
+    bench: &str,
+    ctx: &ThreadCtx<'_>,
+    is_client: bool,
+    buf_size: usize,
+    need_remote: u64,
+) -> Result<Peer> {
+    let (me, peer) = if is_client {
+        ("client", "server")
+    } else {
+        ("server", "client")
+    };
+    let spec = EndpointSpec {
+        qp_type: QpType::Rc,
+        queue_depth: 128,
+        recv_depth: 1,
+        max_inline: 60,
+        buf_size,
+        fill: 0,
+        ex: false,
+        access: None,
+    };
+    let port = ctx.open_port(ctx.common.port_index)?;
+    println!(
+        "main: {} published. Waiting for {peer}.",
+        role_name(is_client)
+    );
+    let pair = Pair::meet(ctx, &port, spec, me.into(), peer.into())?;
+    if pair.remote.info.buf_size < need_remote {
+        return Err(Error::config(format!(
+            "the peer '{peer}' exposes a {}-byte buffer but {bench} needs {need_remote}: is it \
+             another benchmark's {peer}? (separate runs with --run-name)",
+            pair.remote.info.buf_size
+        )));
+    }
+    println!("main: {} connected to {peer}", role_name(is_client));
+    Ok(pair)
 }
 
-impl Peer {
-    /// Makes an RC endpoint with a zeroed buffer of `buf_size` bytes on `--port-index` and meets
-    /// the other side through the registry. The peer must expose at least `need_remote` bytes
-    /// (a smaller buffer is another benchmark's `server`/`client` under the same names).
-    pub fn meet(
-        bench: &str,
-        ctx: &ThreadCtx<'_>,
-        is_client: bool,
-        buf_size: usize,
-        need_remote: u64,
-    ) -> Result<Peer> {
-        let common = ctx.common;
-        let (me, peer) = if is_client {
-            ("client", "server")
-        } else {
-            ("server", "client")
-        };
-        let spec = EndpointSpec {
-            qp_type: QpType::Rc,
-            queue_depth: 128,
-            recv_depth: 1,
-            max_inline: 60,
-            buf_size,
-            fill: 0,
-            ex: false,
-            access: None,
-        };
-        let port = ctx.open_port(common.port_index)?;
-        let reg = common.registry()?;
-        println!(
-            "main: {} published. Waiting for {peer}.",
-            role_name(is_client)
-        );
-        let (ep, remote) =
-            Endpoint::meet(&port, spec, common.placement(), &reg, me, peer, ctx.wait())?;
-        if remote.info.buf_size < need_remote {
-            return Err(Error::config(format!(
-                "the peer '{peer}' exposes a {}-byte buffer but {bench} needs {need_remote}: is it \
-                 another benchmark's {peer}? (separate runs with --run-name)",
-                remote.info.buf_size
-            )));
-        }
-        println!("main: {} connected to {peer}", role_name(is_client));
-        let watch = Some(reg.watch(peer, remote.run_id, peer));
-        Ok(Peer {
-            ep,
-            reg,
-            remote,
-            me,
-            peer,
-            watch,
-        })
+/// A passive side's look, when `due` says it is time: true once the active peer said it is done.
+pub(crate) fn done_when_due(peer: &Peer, due: &Due) -> Result<bool> {
+    if !due.peek {
+        return Ok(false);
     }
-
-    /// The peer's buffer, as the target of a batch.
-    pub fn remote_buf(&self) -> Remote {
-        Remote::of(&self.remote.info)
-    }
-
-    /// The active side is finished: says so (the passive side leaves on it) and lingers a moment
-    /// before the QP goes away.
-    pub fn finish(&mut self) -> Result<()> {
-        self.watch = None;
-        announce_done(&self.reg, self.me)
-    }
-
-    /// A passive side's look, when `due` says it is time: true once the active peer said it is
-    /// done.
-    pub fn done_when_due(&self, due: &Due) -> Result<bool> {
-        if !due.peek {
-            return Ok(false);
-        }
-        self.peer_done()
-    }
-
-    /// Whether the active peer said it is done (one registry round trip).
-    pub fn peer_done(&self) -> Result<bool> {
-        self.reg
-            .is_ready(&format!("{}-done", self.peer), Some(self.remote.run_id))
-    }
+    peer.peer_done()
 }
 
 /// "Client" or "Server", as the report lines say.

@@ -11,11 +11,9 @@
 
 use clap::{CommandFactory, Parser};
 
-use super::{fastrand, full_fence, probe_plan, role_name, summary_json, Pace, Peer};
+use super::{done_when_due, fastrand, full_fence, role_name, summary_json, Pace, Peer, TwoSided};
 use crate::error::Result;
-use crate::framework::{
-    self, flag01, peer_lost, Benchmark, CommonArgs, Family, Meter, Output, Plan, Role, ThreadCtx,
-};
+use crate::framework::{flag01, peer_lost, Benchmark, CommonArgs, Family, Meter, Output};
 use crate::hot::{poll_exact, Op, SendBatch, SendSpec};
 use crate::stats::JsonObject;
 use crate::verbs::WorkCompletion;
@@ -57,38 +55,7 @@ fn entry() -> Result<()> {
     let a = Args::parse();
     a.common.check()?;
     a.common.refuse_stability(NAME)?;
-    framework::run(&Reordering(&a), &a.common)?;
-    Ok(())
-}
-
-/// Either side: the client WRITEs rounds, the server checks their order.
-struct Reordering<'a>(&'a Args);
-
-impl Role for Reordering<'_> {
-    type Thread = Peer;
-
-    fn plan(&self) -> Plan {
-        probe_plan(NAME, self.0.is_client, self.0.common.json)
-    }
-
-    fn setup(&self, ctx: &ThreadCtx<'_>) -> Result<Peer> {
-        Peer::meet(NAME, ctx, self.0.is_client, BUF_SIZE, BUF_SIZE as u64)
-    }
-
-    fn measure(&self, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
-        if self.0.is_client {
-            client(self.0, peer, m)
-        } else {
-            server(self.0, peer, m)
-        }
-    }
-
-    fn finish(&self, mut peer: Peer, _: &ThreadCtx<'_>) -> Result<()> {
-        if self.0.is_client {
-            peer.finish()?;
-        }
-        Ok(())
-    }
+    TwoSided::run(NAME, &a, &a.common, a.is_client, BUF_SIZE, client, server)
 }
 
 /// A violation: word `loc2` (to the right) was newer than word `loc1`.
@@ -169,7 +136,7 @@ fn server(a: &Args, peer: &Peer, m: &mut Meter<'_>) -> Result<()> {
         if due.report {
             report_checks(&c, pace.elapsed_s(), a.common.json);
         }
-        match peer.done_when_due(&due) {
+        match done_when_due(peer, &due) {
             Ok(false) => {}
             Ok(true) => break Ok(()),
             Err(e) => break Err(e),
@@ -235,7 +202,7 @@ fn client(a: &Args, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
         remote_offset: 0,
         inline: false,
     };
-    let peer_name = peer.peer;
+    let peer_name = peer.peer.clone();
     let (qp, mr) = peer.ep.parts();
     let mut batch = SendBatch::new(qp, mr, spec, Some(remote))?;
     for i in 0..CHUNKS {
@@ -258,7 +225,7 @@ fn client(a: &Args, peer: &mut Peer, m: &mut Meter<'_>) -> Result<()> {
         // One doorbell per WRITE, in increasing order, as the original posts them.
         let posted = (0..CHUNKS).try_for_each(|i| batch.post_one(qp, i));
         if let Err(e) = posted.and_then(|()| poll_exact(qp.send_cq(), &mut wcs, timeout)) {
-            break Err(peer_lost(e, peer_name, round > 1));
+            break Err(peer_lost(e, &peer_name, round > 1));
         }
         if pace.poll().report {
             let now = pace.elapsed_s();

@@ -162,13 +162,8 @@ fn run(kind: Kind, a: WsArgs) -> Result<()> {
     };
     let common = &a.rpc.common;
     if a.rpc.master {
-        let master = Master {
-            shape,
-            args: &a.rpc,
-            reg,
-        };
-        master.announce()?;
-        framework::run(&master, common)?;
+        let args = &a.rpc;
+        Master { shape, args, reg }.run()?;
     } else if a.rpc.topo.is_client {
         framework::run(&client::Clients::new(kind, shape, &a, reg), common)?;
     } else {

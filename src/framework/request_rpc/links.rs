@@ -7,7 +7,7 @@ use super::{check_layout, RpcArgs, RpcShape, MASTER};
 use crate::error::Result;
 use crate::framework::ud_rpc::{ClientSet, UdRpc, UdRpcSpec};
 use crate::framework::{Endpoint, EndpointSpec, ThreadCtx};
-use crate::hot::{DestId, PollTimeout, RequestRegion};
+use crate::hot::{DestId, RequestRegion};
 use crate::registry::{Entry, PeerWatch, Registry};
 use crate::verbs::{Access, QpType};
 
@@ -53,13 +53,7 @@ pub fn connect_worker(
             send_payload: reply_payload,
             max_inline: a.queue.max_inline,
         };
-        rpcs.push(UdRpc::new(
-            &port,
-            spec,
-            a.common.placement(),
-            a.queue.counter(),
-            PollTimeout::new(ctx.attention),
-        )?);
+        rpcs.push(UdRpc::new(ctx, &port, spec, &a.queue)?);
     }
     reg.announce(&format!("worker-{w}"), &rpcs[0].info())?;
     let mut dests = Vec::with_capacity(a.num_clients);
@@ -138,14 +132,7 @@ pub fn connect_client(
         send_payload: 0,
         max_inline: a.queue.max_inline,
     };
-    let timeout = PollTimeout::new(ctx.attention);
-    let mut rpc = UdRpc::new(
-        &port,
-        rspec,
-        a.common.placement(),
-        a.queue.counter(),
-        timeout,
-    )?;
+    let mut rpc = UdRpc::new(ctx, &port, rspec, &a.queue)?;
     rpc.fill()?;
     reg.announce(&format!("client-dgram-{id}"), &rpc.info())?;
     let workers = reg.find_ready("worker-0", ctx.wait())?;

@@ -35,8 +35,14 @@ pub struct MasterLink {
 }
 
 impl Master<'_> {
-    /// Says what it makes (before the run: the master's first line).
-    pub fn announce(&self) -> Result<()> {
+    /// Says what it makes (the master's first line), then runs it through the lifecycle.
+    pub fn run(&self) -> Result<()> {
+        self.announce()?;
+        crate::framework::run(self, &self.args.common)?;
+        Ok(())
+    }
+
+    fn announce(&self) -> Result<()> {
         let a = self.args;
         println!(
             "main: Master with {} server ports, request region {} KiB (SysV key {}), {:.2} % used",

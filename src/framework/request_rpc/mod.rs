@@ -186,25 +186,14 @@ impl RpcShape<'_> {
 
 /// The request-region RPCs' roles: a master, workers (their own thread count), clients.
 pub const ROLES: &[RoleSpec] = &[
-    RoleSpec {
-        name: "master",
-        flags: &["--master", "1"],
-        counts: false,
-        outlives: true,
-        num_threads: false,
-    },
-    RoleSpec {
-        name: "worker",
-        flags: &[],
-        counts: true,
-        outlives: true,
-        num_threads: false,
-    },
-    RoleSpec {
-        name: "client",
-        flags: &["--is-client", "1"],
-        counts: true,
-        outlives: false,
-        num_threads: true,
-    },
+    RoleSpec::SERVER
+        .named("master", &["--master", "1"])
+        .passive()
+        .outliving()
+        .own_threads(),
+    RoleSpec::SERVER
+        .named("worker", &[])
+        .outliving()
+        .own_threads(),
+    RoleSpec::CLIENT,
 ];
