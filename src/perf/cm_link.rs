@@ -38,7 +38,6 @@ pub struct CmLink {
     recv: RecvBatch,
     /// One prebuilt SEND per message size used so far.
     sends: Vec<(usize, SendBatch)>,
-    attention: Attention,
 }
 
 impl CmLink {
@@ -92,7 +91,6 @@ impl CmLink {
                         mr,
                         recv,
                         sends: Vec::new(),
-                        attention,
                     };
                     return Ok((link, port));
                 }
@@ -134,7 +132,6 @@ impl CmLink {
                 mr,
                 recv,
                 sends: Vec::new(),
-                attention,
             },
             port,
         ))
@@ -142,7 +139,7 @@ impl CmLink {
 
     /// The run's attention, as the link was made with.
     pub fn attention(&self) -> Attention {
-        self.attention
+        self.id.attention()
     }
 
     /// Sends one message.
@@ -173,7 +170,7 @@ impl CmLink {
         };
         self.mr.write(0, msg);
         self.sends[i].1.post(&mut self.qp)?;
-        poll_one(self.qp.send_cq(), PollTimeout::new(self.attention)).map(|_| ())
+        poll_one(self.qp.send_cq(), PollTimeout::new(self.attention())).map(|_| ())
     }
 
     /// Receives one message into `buf` (its length is the message's), then reposts the RECV.
@@ -190,7 +187,7 @@ impl CmLink {
             }
             empty = empty.wrapping_add(1);
             if empty.is_multiple_of(4096) {
-                if self.attention.stop_requested() && !wait.in_stop_grace(&mut stopped) {
+                if self.attention().stop_requested() && !wait.in_stop_grace(&mut stopped) {
                     return Err(Error::Stopped("stopped while waiting for the peer".into()));
                 }
                 if self.id.peer_disconnected() {

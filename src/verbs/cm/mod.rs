@@ -216,6 +216,11 @@ impl CmId {
         Ok(ev)
     }
 
+    /// The attention its channel's waits end on.
+    pub fn attention(&self) -> Attention {
+        self.channel.attention
+    }
+
     /// A new id on its own channel (its waits end on a stop), its address and route to `dst`
     /// resolved.
     pub fn resolve(dst: SocketAddrV4, attention: Attention) -> Result<CmId> {
