@@ -28,27 +28,42 @@ grep -q "rdma-core headers lack ibv_wr_\*" target/no-wr-api/clippy.log ||
 "${old_env[@]}" cargo build --all-targets --features device-tests
 "${old_env[@]}" cargo test --test cli post_api_wr_without_the_wr_api 2>&1
 
-echo "== build"
-cargo build --release --all-targets
-
-echo "== host-only tests"
-cargo test --release 2>&1
-
-echo "== device tests (build)"
-# test_bins PREFIX: the test executables whose target name starts with PREFIX.
+echo "== build (profile ci: release without fat LTO; every target, one feature set, built once)"
+build_start=$SECONDS
+cargo build --profile ci --all-targets --features device-tests
+# test_bins KIND PREFIX: the test executables of kind lib or test whose target name starts with
+# PREFIX (lib: the unit tests), from the build above.
 test_bins() {
-  cargo test --release --features device-tests --no-run --message-format=json 2>/dev/null |
+  cargo test --profile ci --features device-tests --no-run --message-format=json 2>/dev/null |
     python3 -c '
 import json, sys
+kind, prefix = sys.argv[1], sys.argv[2]
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"].startswith(sys.argv[1]):
-        print(m["executable"])
-' "$1"
+    t = m.get("target", {})
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and kind in t.get("kind", []) and t["name"].startswith(prefix):
+        print(t["name"], m["executable"])
+' "$1" "$2"
 }
-mapfile -t bins < <(test_bins device_)
-mapfile -t twonode < <(test_bins twonode_)
-mapfile -t multinode < <(test_bins multinode_)
+mapfile -t all_tests < <(test_bins test "")
+mapfile -t unit < <(test_bins lib "")
+echo "build step: $((SECONDS - build_start)) s"
+
+echo "== host-only tests (unit tests, doc tests, and every test target but the device ones)"
+host_rc=0
+for t in "${unit[@]}" "${all_tests[@]}"; do
+  case ${t%% *} in device_* | twonode_* | multinode_*) continue ;; esac
+  echo "-- ${t%% *}"
+  "${t#* }" --color never || host_rc=1
+done
+cargo test --profile ci --features device-tests --doc 2>&1 || host_rc=1
+[ $host_rc = 0 ] || { echo "test.sh: host tests failed" >&2; exit 1; }
+
+echo "== device tests (built above)"
+pick() { for t in "${all_tests[@]}"; do case ${t%% *} in "$1"*) echo "${t#* }" ;; esac; done; }
+mapfile -t bins < <(pick device_)
+mapfile -t twonode < <(pick twonode_)
+mapfile -t multinode < <(pick multinode_)
 [ ${#bins[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] && [ ${#multinode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
 
 echo "== rdma-core v55 from source (cached under ~/.cache/rdma-bench/rdma-core-55) and device tests against it (build)"

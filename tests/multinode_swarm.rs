@@ -170,6 +170,11 @@ fn hosts_file(dir: &Path) -> PathBuf {
     f
 }
 
+/// Where this build's binaries are (the same path on every node: they share the host's files).
+fn bin_dir() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_rc-swarm")).parent().unwrap()
+}
+
 fn run_all(dir: &Path, tag: &str, duration: &str) -> Command {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -188,6 +193,7 @@ fn run_all(dir: &Path, tag: &str, duration: &str) -> Command {
         .args(["--connect-timeout", "90"])
         .args(device_args())
         .env("RC_SWARM_OUT", dir.join(tag))
+        .env("RDMA_BENCH_BIN_DIR", bin_dir())
         .env("RC_SWARM_REGISTRY_PORT", "11611")
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     c
@@ -197,7 +203,7 @@ fn run_all(dir: &Path, tag: &str, duration: &str) -> Command {
 fn none_left() {
     for h in addresses() {
         let o = Command::new("ssh")
-            .args([&h, "pgrep -f 'target/release/[r]c-swarm' || true"])
+            .args([&h, "pgrep -f '/[r]c-swarm ' || true"])
             .output()
             .expect("ssh runs");
         let pids = String::from_utf8_lossy(&o.stdout);
@@ -236,10 +242,7 @@ fn launcher_survives_a_killed_host() {
         std::fs::read_to_string(&log2).is_ok_and(|l| l.contains("main: Worker 2: "))
     });
     let killed = Command::new("ssh")
-        .args([
-            &addresses()[2],
-            "pkill -KILL -f 'target/release/[r]c-swarm'",
-        ])
+        .args([&addresses()[2], "pkill -KILL -f '/[r]c-swarm '"])
         .status()
         .expect("ssh runs");
     assert!(killed.success(), "nothing to kill on node 2");

@@ -8,8 +8,8 @@
 #
 # HOSTS_FILE: one ssh destination per line ([user@]host; # comments). The hosts must reach each
 # other at these names (the first one's name is the registry's address) and have this checkout at
-# the same path (RC_SWARM_DIR overrides it), built (cargo build --release), with memcached on the
-# first host. Flags go to every process; --duration defaults to 30 s. Outputs land in
+# the same path (RC_SWARM_DIR overrides it), built (cargo build --release; RDMA_BENCH_BIN_DIR
+# names another build's directory, the same on every host), with memcached on the first host. Flags go to every process; --duration defaults to 30 s. Outputs land in
 # RC_SWARM_OUT (default ./rc-swarm-out/<time>/machine-<i>.log) and live on the terminal.
 # The hosts' login shell must be bash. Environment: RC_SWARM_SSH (default "ssh -o BatchMode=yes"),
 # RC_SWARM_REGISTRY_PORT (11311: not 11211, where a distribution's memcached listens on localhost only),
@@ -29,6 +29,7 @@ n=${#hosts[@]}
 
 read -r -a ssh <<<"${RC_SWARM_SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}"
 dir=${RC_SWARM_DIR:-$root}
+bin=${RDMA_BENCH_BIN_DIR:-$dir/target/release}/rc-swarm
 mc_port=${RC_SWARM_REGISTRY_PORT:-11311}
 registry_host=${hosts[0]#*@}
 out=${RC_SWARM_OUT:-./rc-swarm-out/$(date +%Y%m%d-%H%M%S)}
@@ -66,7 +67,7 @@ stop_all() {
   # Anchored on the binary (not the ssh or timeout clients of this launcher, which may run on a
   # listed host); [n] keeps the pattern from matching the remote shell that runs pkill. A process
   # gets 12 s to drain and wait for its peers before it is killed.
-  local pat="^[^ ]*target/release/rc-swarm .*--run-[n]ame $run_name"
+  local pat="^[^ ]*/rc-swarm .*--run-[n]ame $run_name"
   for h in "${hosts[@]}"; do
     on "$h" "pkill -INT -f -- '$pat'; for i in \$(seq 24); do pgrep -f -- '$pat' >/dev/null || exit 0; sleep 0.5; done; pkill -KILL -f -- '$pat'; true" </dev/null >/dev/null 2>&1 &
   done
@@ -94,7 +95,7 @@ fi
 
 echo "run-all.sh: $n processes, run name $run_name, output in $out"
 for ((i = 0; i < n; i++)); do
-  remote="cd $(q "$dir") && exec env HRD_REGISTRY_IP=$(q "$registry_host:$mc_port") ./target/release/rc-swarm $(q "${flags[@]}") --process-id $i --num-processes $n --registry $(q "$registry_host:$mc_port") --run-name $run_name"
+  remote="cd $(q "$dir") && exec env HRD_REGISTRY_IP=$(q "$registry_host:$mc_port") $(q "$bin") $(q "${flags[@]}") --process-id $i --num-processes $n --registry $(q "$registry_host:$mc_port") --run-name $run_name"
   # shellcheck disable=SC2094
   timeout -k 5 "$bound" "${ssh[@]}" "${hosts[i]}" "$remote" </dev/null > >(tee "$out/machine-$i.log" | sed -u "s/^/[machine$i] /") 2>&1 &
   pids+=($!)
