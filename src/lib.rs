@@ -8,6 +8,7 @@
 //!   tick) that loops are handed, and the recorded failure.
 //! - [`registry`]: QP-info exchange (memcached like libhrd, or direct TCP).
 //! - [`stats`]: counters, the C suite's report lines, JSON, latency summaries.
+//! - [`counters`]: the fabric's counters around a measurement, classified, with a verdict.
 //! - [`framework`]: what every benchmark is built on and a new one uses: the run lifecycle, the
 //!   benchmark descriptor, the shared flags, connected pairs, the RPC building blocks.
 //! - [`bench`](mod@bench): the paper's benchmarks, as descriptors ([`bench::ALL`]).
@@ -21,6 +22,7 @@ mod sys;
 pub mod bench;
 pub mod build_info;
 pub mod control;
+pub mod counters;
 pub mod error;
 pub mod framework;
 pub mod hot;

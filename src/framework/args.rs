@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::control::Attention;
+use crate::counters::Tolerance;
 use crate::error::{Error, Result};
 use crate::hot::{check_batching, Reap, UnsignaledCounter};
 use crate::mem::{HugePolicy, Placement};
@@ -101,6 +102,12 @@ pub struct CommonArgs {
     /// given the same name writes NAME.<role>.csv instead
     #[arg(long, alias = "stats_file", value_name = "FILE.csv")]
     pub stats_file: Option<std::path::PathBuf>,
+    /// The fabric's counters (hw_counters, port counters, the netdev's statistics) are read at
+    /// the start and end of the measurement; the result is questionable when retransmission,
+    /// RNR, link or fatal counters moved. CLASS=N lets a class move by N (CLASS=off: report
+    /// only); classes: retransmission, rnr, congestion, link, fatal, other
+    #[arg(long, alias = "counter_tolerance", value_name = "CLASS=N,...", value_parser = Tolerance::parse, default_value = "")]
+    pub counter_tolerance: Tolerance,
 }
 
 /// Parses a positive, finite number of seconds.

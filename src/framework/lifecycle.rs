@@ -16,13 +16,15 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::args::CommonArgs;
 use super::clock::ReportClock;
 use super::meter::Meter;
 use crate::control::{install_stop_signals, take_failure, Attention};
+use crate::counters::{PortRef, Tolerance, Verdict, Watch};
 use crate::error::{Error, Result};
 use crate::registry::WaitOptions;
 use crate::stats::{Counters, JsonObject, Reporter, RunInfo, Summary};
@@ -118,6 +120,8 @@ pub struct ThreadCtx<'a> {
     pub attention: Attention,
     /// The flags every benchmark has.
     pub common: &'a CommonArgs,
+    /// The ports the run uses, whose counters are read around the measurement.
+    ports: &'a PortCounters,
 }
 
 impl ThreadCtx<'_> {
@@ -125,11 +129,52 @@ impl ThreadCtx<'_> {
     pub fn wait(&self) -> WaitOptions {
         self.common.wait(self.attention)
     }
-    /// Opens libhrd's `port_index`-th ACTIVE port (on `--device` if given) with `--gid-index`.
+    /// Opens libhrd's `port_index`-th ACTIVE port (on `--device` if given) with `--gid-index`;
+    /// its counters are read around the measurement.
     pub fn open_port(&self, port_index: usize) -> Result<Port> {
-        self.common.open_port(port_index)
+        let port = self.common.open_port(port_index)?;
+        self.ports.add(&port);
+        Ok(port)
     }
 }
+
+/// The ports a run opened, and their counters from the start of the measured window.
+struct PortCounters {
+    ports: Mutex<Vec<PortRef>>,
+    watch: Mutex<Option<Watch>>,
+    tolerance: Tolerance,
+}
+
+impl PortCounters {
+    fn add(&self, port: &Port) {
+        let p = PortRef {
+            device: port.context().name().to_string(),
+            port: port.num(),
+        };
+        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+
+    /// The window opens: the first thread past the common start reads every port once.
+    fn start(&self) {
+        let mut watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
+        if watch.is_none() {
+            let ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
+            *watch = Some(Watch::start(Path::new(SYSFS), &ports, self.tolerance.clone()));
+        }
+    }
+
+    /// The window closed: what the counters say (nothing, if it never opened).
+    fn finish(&self) -> Verdict {
+        let watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
+        watch.as_ref().map(Watch::finish).unwrap_or_default()
+    }
+}
+
+/// Where the counters are.
+const SYSFS: &str = "/sys";
 
 /// How often the report clock looks at the counters (and so how precisely `--duration` ends).
 const TICK: Duration = Duration::from_millis(50);
@@ -149,6 +194,11 @@ pub fn run<R: Role>(role: &R, common: &CommonArgs) -> Result<Summary> {
         reporter = reporter.with_stability(file, secs)?;
         stats_every = Some(Duration::from_secs_f64(secs));
     }
+    let ports = PortCounters {
+        ports: Mutex::new(Vec::new()),
+        watch: Mutex::new(None),
+        tolerance: common.counter_tolerance.clone(),
+    };
     let clock = ReportClock::new(
         reporter,
         Arc::clone(&counters),
@@ -163,6 +213,7 @@ pub fn run<R: Role>(role: &R, common: &CommonArgs) -> Result<Summary> {
             global_id: plan.info.first_id + t,
             attention,
             common,
+            ports: &ports,
         };
         let r = thread_lifecycle(role, &ctx, &counters, clock);
         if r.is_err() {
@@ -176,12 +227,18 @@ pub fn run<R: Role>(role: &R, common: &CommonArgs) -> Result<Summary> {
         run_with_reporter(clock, plan.threads, thread)
     };
     let failure = take_failure().or_else(|| first_error(results));
+    let verdict = ports.finish();
+    let extra = verdict.json();
     let summary = match (&failure, plan.counting) {
         _ if !plan.summary => Summary::default(),
-        (None, true) => reporter.finish(),
-        (Some(e), true) => reporter.finish_failed(&e.to_string()),
-        (f, false) => passive_summary(&plan.info, plan.threads, f.as_ref()),
+        (None, true) => reporter.finish(&extra),
+        (Some(e), true) => reporter.finish_failed(&e.to_string(), &extra),
+        (f, false) => passive_summary(&plan.info, plan.threads, f.as_ref(), &extra),
     };
+    // One line under the summary per port: what the fabric counted meanwhile.
+    for r in &verdict.reports {
+        println!("{}", r.line());
+    }
     match failure {
         Some(e) => Err(e),
         None => Ok(summary),
@@ -203,6 +260,7 @@ fn thread_lifecycle<R: Role>(
             "stopped while the other threads were connecting".into(),
         ));
     }
+    ctx.ports.start();
     let mut m = Meter::new(counters, ctx.t, ctx.attention, clock);
     let measured = role.measure(&mut th, &mut m);
     m.stop();
@@ -261,8 +319,13 @@ fn run_with_reporter(
     })
 }
 
-/// A passive side's end: one line (and a JSON object), no rates.
-fn passive_summary(info: &RunInfo, threads: usize, failure: Option<&Error>) -> Summary {
+/// A passive side's end: one line (and a JSON object, with `extra`'s fields), no rates.
+fn passive_summary(
+    info: &RunInfo,
+    threads: usize,
+    failure: Option<&Error>,
+    extra: &JsonObject,
+) -> Summary {
     match failure {
         None => println!("main: {} threads 0..{threads}: done", info.role),
         Some(e) => println!("main: run failed: {e}"),
@@ -280,7 +343,8 @@ fn passive_summary(info: &RunInfo, threads: usize, failure: Option<&Error>) -> S
             .bool("passive", true)
             .int("threads", threads as u64)
             .int("ops", 0)
-            .num("mops", 0.0);
+            .num("mops", 0.0)
+            .merge(extra);
         println!("{}", o.finish());
     }
     Summary {

@@ -60,6 +60,20 @@ impl JsonObject {
         self.with(k, Value::Array(items.collect()))
     }
 
+    /// Adds an array of strings.
+    pub fn strs(self, k: &str, vs: &[&str]) -> Self {
+        let items = vs.iter().map(|v| Value::String((*v).to_owned()));
+        self.with(k, Value::Array(items.collect()))
+    }
+
+    /// Adds every field of `other`, in its order.
+    pub fn merge(mut self, other: &JsonObject) -> Self {
+        for (k, v) in &other.fields {
+            self.fields.insert(k.clone(), v.clone());
+        }
+        self
+    }
+
     /// The object as one line of text.
     pub fn finish(&self) -> String {
         // Serializing a map of JSON values cannot fail (keys are strings, numbers finite).

@@ -294,8 +294,9 @@ impl Reporter {
         s
     }
 
-    /// The final line (`main: Total throughput = X Mops`) and JSON summary (`"ok": true`).
-    pub fn finish(&mut self) -> Summary {
+    /// The final line (`main: Total throughput = X Mops`) and JSON summary (`"ok": true`, then
+    /// `extra`'s fields).
+    pub fn finish(&mut self, extra: &JsonObject) -> Summary {
         let s = self.totals(|t| self.counters.stopped_at(t));
         self.print_stability();
         println!("main: Total throughput = {:.4} Mops", s.mops);
@@ -307,7 +308,8 @@ impl Reporter {
                 .int("threads", self.counters.len() as u64)
                 .num("elapsed_s", s.elapsed_s)
                 .int("ops", s.ops)
-                .num("mops", s.mops);
+                .num("mops", s.mops)
+                .merge(extra);
             println!("{}", o.finish());
         }
         s
@@ -316,7 +318,7 @@ impl Reporter {
     /// A failed run's end: `main: run failed: …`, then what was measured up to each thread's
     /// last progress (never a `Total throughput` line), and a JSON summary with `"ok": false` and
     /// the error.
-    pub fn finish_failed(&mut self, error: &str) -> Summary {
+    pub fn finish_failed(&mut self, error: &str, extra: &JsonObject) -> Summary {
         let s = self.totals(|t| {
             let stopped = self.counters.stopped_at(t);
             match (self.counters.progress_at(t), stopped) {
@@ -341,7 +343,8 @@ impl Reporter {
                 .int("threads", self.counters.len() as u64)
                 .num("elapsed_s", s.elapsed_s)
                 .int("ops", s.ops)
-                .num("mops", s.mops);
+                .num("mops", s.mops)
+                .merge(extra);
             println!("{}", o.finish());
         }
         s
