@@ -213,7 +213,7 @@ impl Role for Server<'_> {
                 Access::NONE
             };
         let ports = region::open(
-            &a.common,
+            ctx,
             a.num_server_ports,
             a.shm_key,
             a.buf_size,

@@ -378,5 +378,84 @@ impl Verdict {
     }
 }
 
+/// perftest's `-W`/`--report-counters`: named counters of a port, each a path relative to the
+/// port's sysfs directory (`counters/port_xmit_data`, `hw_counters/out_of_buffer`); every read
+/// gives the change since the one before.
+#[derive(Debug)]
+pub struct Named {
+    dir: PathBuf,
+    names: Vec<String>,
+    last: Vec<u64>,
+}
+
+impl Named {
+    /// Opens the comma-separated `list` on `port` and reads it once; an unknown name is refused
+    /// with the names there are.
+    pub fn open(sys: &Path, port: &PortRef, list: &str) -> Result<Named, String> {
+        let dir = sys
+            .join("class/infiniband")
+            .join(&port.device)
+            .join("ports")
+            .join(port.port.to_string());
+        let names: Vec<String> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .collect();
+        if names.is_empty() {
+            return Err("-W/--report-counters needs a list of counter names".into());
+        }
+        let mut last = Vec::with_capacity(names.len());
+        for n in &names {
+            // Names stay below the port's directory, as perftest requires.
+            let v = (!n.contains(".."))
+                .then(|| read_value(&dir.join(n)))
+                .flatten();
+            match v {
+                Some(v) => last.push(v),
+                None => {
+                    return Err(format!(
+                        "-W/--report-counters: no counter {n} on {} (available: {})",
+                        port.label(),
+                        available(&dir)
+                    ))
+                }
+            }
+        }
+        Ok(Named { dir, names, last })
+    }
+
+    /// Each counter's change since the last read (a counter that cannot be read now counts 0).
+    pub fn deltas(&mut self) -> Vec<(String, u64)> {
+        self.names
+            .iter()
+            .zip(self.last.iter_mut())
+            .map(|(n, last)| {
+                let now = read_value(&self.dir.join(n)).unwrap_or(*last);
+                let d = now.saturating_sub(*last);
+                *last = now;
+                (n.clone(), d)
+            })
+            .collect()
+    }
+}
+
+/// The counter paths under a port directory, for a refusal: `hw_counters/…`, `counters/…`.
+fn available(dir: &Path) -> String {
+    let mut all = Vec::new();
+    for sub in ["hw_counters", "counters"] {
+        if let Some(Ok(vs)) = read_dir_values(&dir.join(sub)) {
+            all.extend(vs.into_iter().map(|(k, _)| format!("{sub}/{k}")));
+        }
+    }
+    all.sort();
+    if all.is_empty() {
+        "none: this port exposes no counters".into()
+    } else {
+        all.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests;

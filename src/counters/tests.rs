@@ -156,3 +156,37 @@ fn tolerances_refuse_what_they_do_not_know() {
         "'x' is not a count (or 'off') for link"
     );
 }
+
+#[test]
+fn perftests_named_counters_report_their_changes_and_refuse_unknown_names() {
+    let root = tree(
+        "named",
+        &[("out_of_buffer", 3)],
+        &[("port_xmit_data", 100)],
+        None,
+    );
+    let mut n = Named::open(
+        &root,
+        &rxe0(),
+        "counters/port_xmit_data,hw_counters/out_of_buffer",
+    )
+    .unwrap();
+    write(
+        &root.join("class/infiniband/rxe0/ports/1/counters"),
+        &[("port_xmit_data", 160)],
+    );
+    assert_eq!(
+        n.deltas(),
+        [
+            ("counters/port_xmit_data".to_string(), 60),
+            ("hw_counters/out_of_buffer".to_string(), 0)
+        ]
+    );
+    assert_eq!(n.deltas()[0].1, 0, "the next read counts from this one");
+    assert_eq!(
+        Named::open(&root, &rxe0(), "counters/nope").unwrap_err(),
+        "-W/--report-counters: no counter counters/nope on rxe0:1 (available: counters/port_xmit_data, hw_counters/out_of_buffer)"
+    );
+    assert!(Named::open(&root, &rxe0(), "../../../x").is_err());
+    let _ = std::fs::remove_dir_all(&root);
+}

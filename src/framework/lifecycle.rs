@@ -15,8 +15,8 @@
 //! thread steps it.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -162,7 +162,11 @@ impl PortCounters {
         let mut watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
         if watch.is_none() {
             let ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-            *watch = Some(Watch::start(Path::new(SYSFS), &ports, self.tolerance.clone()));
+            *watch = Some(Watch::start(
+                Path::new(SYSFS),
+                &ports,
+                self.tolerance.clone(),
+            ));
         }
     }
 

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use super::args::CommonArgs;
 use super::endpoint::connect_qp;
+use super::lifecycle::ThreadCtx;
 use crate::error::Result;
 use crate::mem::ShmBuffer;
 use crate::registry::{Entry, Registry, WaitOptions};
@@ -26,7 +26,7 @@ pub struct RegionPort {
 /// `port-index .. +ports`; each port's CQ has room for `qps` QPs' connection checks.
 /// `check_port` vets each port first (e.g. atomics support).
 pub fn open(
-    common: &CommonArgs,
+    ctx: &ThreadCtx<'_>,
     ports: usize,
     shm_key: i32,
     size: usize,
@@ -34,9 +34,10 @@ pub fn open(
     qps: usize,
     check_port: impl Fn(&Port) -> Result<()>,
 ) -> Result<Vec<RegionPort>> {
+    let common = ctx.common;
     let mut out = Vec::with_capacity(ports);
     for p in 0..ports {
-        let port = common.open_port(common.port_index + p)?;
+        let port = ctx.open_port(common.port_index + p)?;
         check_port(&port)?;
         let res = Resources::new(&port)?;
         let buf = if p == 0 {

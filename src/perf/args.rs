@@ -143,6 +143,15 @@ pub struct PerfArgs {
     /// once)
     #[arg(long = "connect-timeout", default_value_t = 10, value_name = "SECS")]
     pub connect_timeout: u64,
+    /// Report the change of these counters after each result row, as perftest (paths under the
+    /// port's sysfs directory, e.g. "counters/port_xmit_data,hw_counters/out_of_buffer")
+    #[arg(short = 'W', long = "report-counters", value_name = "LIST")]
+    pub report_counters: Option<String>,
+    /// Not a perftest flag: how much each class of the fabric's counters may move before the
+    /// result is questionable (CLASS=N or CLASS=off, comma-separated; classes: retransmission,
+    /// rnr, congestion, link, fatal, other)
+    #[arg(long = "counter-tolerance", value_name = "CLASS=N,...", value_parser = crate::counters::Tolerance::parse)]
+    pub counter_tolerance: Option<crate::counters::Tolerance>,
 }
 
 /// perftest's numbers: decimal, 0x hex or 0 octal (C's strtol with base 0).
@@ -182,7 +191,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('S'), "sl", "service levels"),
     (Some('T'), "tos", "type of service"),
     (Some('L'), "hop_limit", "raw Ethernet"),
-    (Some('W'), "report-counters", "performance counters"),
     (Some('B'), "source_mac", "raw Ethernet"),
     (Some('E'), "dest_mac", "raw Ethernet"),
     (Some('J'), "dest_ip", "raw Ethernet"),

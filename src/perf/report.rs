@@ -299,12 +299,12 @@ pub fn lat_duration_json(
 
 /// The whole JSON document: perftest's `test_info` and `results` (the last row, as perftest
 /// keeps it), plus every row of a `-a` sweep in `all_results`.
-pub fn json_document(info: &JsonObject, rows: &[JsonObject]) -> String {
+pub fn json_document(info: &JsonObject, rows: &[JsonObject], extra: &JsonObject) -> String {
     let mut doc = JsonObject::new().object("test_info", info);
     if let Some(last) = rows.last() {
         doc = doc.object("results", last);
     }
-    doc.objects("all_results", rows).finish()
+    doc.objects("all_results", rows).merge(extra).finish()
 }
 
 /// `-A`'s operation name for messages.
@@ -388,7 +388,7 @@ mod tests {
                 ..BwRow::default()
             }),
         ];
-        let doc = json_document(&info, &rows);
+        let doc = json_document(&info, &rows, &JsonObject::new());
         assert!(
             doc.starts_with(r#"{"test_info":{"Device":"rxe0"},"results":{"MsgSize":4,"#),
             "{doc}"

@@ -16,6 +16,7 @@ use super::settings::Length;
 use super::stats::{BwRow, LatencyStats};
 use super::{Test, Tool, Verb};
 use crate::control::install_stop_signals;
+use crate::counters::Named;
 use crate::error::{Error, Result};
 use crate::stats::JsonObject;
 
@@ -39,9 +40,14 @@ pub fn run(tool: Tool, a: PerfArgs) -> Result<()> {
         (Verb::Send, Test::Lat) => send_lat(&mut s, &mut rows)?,
         (_, Test::Lat) => read_lat(&mut s, &mut rows)?,
     }
+    // What the fabric counted meanwhile: one line under the table, and the JSON's verdict.
+    let verdict = s.watch.finish();
+    for r in &verdict.reports {
+        println!("{}", r.line());
+    }
     if let Some(path) = &s.settings.json_file {
         if !rows.is_empty() {
-            let doc = json_document(&s.info().json(), &rows);
+            let doc = json_document(&s.info().json(), &rows, &verdict.json());
             std::fs::write(path, doc + "\n")
                 .map_err(|e| Error::config(format!("cannot write {path}: {e}")))?;
         }
@@ -106,6 +112,7 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         s.sync(Wait::Test)?;
         let r = row_of(&s.channel.exchange_bw_report(&BwReport::default())?);
         println!("{}", bw_row(&r, gbits));
+        print_named(&mut s.named);
         rows.push(bw_json(&r));
         let mine = s.my[0];
         s.channel.close(&mine, s.with_gid)?;
@@ -113,6 +120,8 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         return Ok(());
     }
     let mut last = BwRow::default();
+    // -W's counters, out of the session while post_side has it.
+    let mut named = s.named.take();
     for size in s.settings.sizes.clone() {
         if s.settings.warm_up {
             warm_up(s, size)?;
@@ -120,9 +129,11 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         let infinite = s.settings.infinite;
         let r = post_side(s, size, None, |r| {
             println!("{}", bw_row(r, gbits));
+            print_named(&mut named);
         })?;
         if !infinite {
             println!("{}", bw_row(&r, gbits));
+            print_named(&mut named);
         }
         rows.push(bw_json(&r));
         last = r;
@@ -130,6 +141,7 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
             break;
         }
     }
+    s.named = named;
     println!("{RESULT_LINE}");
     s.sync(Wait::Setup)?;
     s.channel.exchange_bw_report(&report_of(&last))?;
@@ -149,7 +161,12 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         // doubled, assuming the other is the same); stop both sides.
         let size = s.settings.sizes[0];
         s.sync(Wait::Test)?;
-        let last = post_side(s, size, None, |r| println!("{}", bw_row(r, gbits)))?;
+        let mut named = s.named.take();
+        let last = post_side(s, size, None, |r| {
+            println!("{}", bw_row(r, gbits));
+            print_named(&mut named);
+        })?;
+        s.named = named;
         rows.push(bw_json(&last));
         println!("{RESULT_LINE}");
         let mine = s.my[0];
@@ -171,6 +188,7 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         }
         if send && s.settings.window().is_some() {
             println!("{}", bw_row(&mine, gbits));
+            print_named(&mut s.named);
             rows.push(bw_json(&mine));
             continue;
         }
@@ -185,6 +203,7 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
             ..mine
         };
         println!("{}", bw_row(&both, gbits));
+        print_named(&mut s.named);
         rows.push(bw_json(&both));
         if s.settings.report_both && !sweep {
             for (label, r) in [("Local", &mine), ("Remote", &theirs)] {
@@ -225,7 +244,12 @@ fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
     let gbits = s.settings.gbits;
     let sweep = s.settings.sizes.len() > 1;
     let infinite = s.settings.infinite;
-    let print = |r: &BwRow| println!("{}", bw_row(r, gbits));
+    // -W's counters, out of the session while the loops have it.
+    let mut named = s.named.take();
+    let print = |r: &BwRow, named: &mut Option<Named>| {
+        println!("{}", bw_row(r, gbits));
+        print_named(named);
+    };
     let mut rx = if s.settings.is_client {
         None
     } else {
@@ -235,16 +259,16 @@ fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         let r = match rx.as_mut() {
             None => {
                 s.sync(Wait::Test)?;
-                post_side(s, size, None, print)?
+                post_side(s, size, None, |r| print(r, &mut named))?
             }
             Some(rx) => {
                 rx.begin_size(s)?;
                 s.sync(Wait::Test)?;
-                receive_side(s, size, rx, print)?
+                receive_side(s, size, rx, |r| print(r, &mut named))?
             }
         };
         if !infinite {
-            println!("{}", bw_row(&r, gbits));
+            print(&r, &mut named);
         }
         rows.push(bw_json(&r));
         if sweep {
@@ -254,9 +278,20 @@ fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
             break;
         }
     }
+    s.named = named;
     println!("{RESULT_LINE}");
     let mine = s.my[0];
     s.channel.close(&mine, s.with_gid)
+}
+
+/// perftest's `-W` block after a result row: each named counter's change, then a blank line.
+fn print_named(named: &mut Option<Named>) {
+    if let Some(n) = named {
+        for (name, by) in n.deltas() {
+            println!("\t{name}={by}");
+        }
+        println!();
+    }
 }
 
 fn lat_header(s: &Session) {
@@ -365,7 +400,7 @@ fn c_g(v: f64) -> String {
 }
 
 /// Prints a latency row (and -U / -H samples) and keeps its JSON.
-fn lat_report(s: &Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject>) {
+fn lat_report(s: &mut Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject>) {
     let st = &s.settings;
     let halve = matches!(st.tool.verb, Verb::Write | Verb::Send);
     let rtt = if halve { 2.0 } else { 1.0 };
@@ -381,6 +416,7 @@ fn lat_report(s: &Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject>) {
             0.0
         };
         println!("{}", lat_duration_row(size, run.sampled, avg, tps, run.cpu));
+        print_named(&mut s.named);
         rows.push(lat_duration_json(size, run.sampled, avg, tps, run.cpu));
         return;
     }
@@ -413,6 +449,7 @@ fn lat_report(s: &Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject>) {
         lat_header(s);
     }
     println!("{}", lat_row(size, iters, &stats));
+    print_named(&mut s.named);
     rows.push(lat_json(size, iters, &stats));
 }
 

@@ -14,6 +14,7 @@ use super::report::{address_lines, TestInfo, WAITING_BANNER};
 use super::settings::Settings;
 use super::{Test, Verb};
 use crate::control::Attention;
+use crate::counters::{Named, PortRef, Watch};
 use crate::error::{Error, Result};
 use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
 use crate::mem::{HugePolicy, Placement};
@@ -61,6 +62,10 @@ pub struct Session {
     qp_timeout: u8,
     /// The run's attention: every wait and loop of the test ends on a stop.
     pub attention: Attention,
+    /// The port's counters from the start of the test (the verdict under the table).
+    pub watch: Watch,
+    /// `-W`: the counters reported after each row.
+    pub named: Option<Named>,
     /// The test QPs' RDMA CM connections (`-R`), one per QP.
     #[cfg(has_rdmacm)]
     pub(super) cm_ids: Vec<crate::verbs::cm::CmId>,
@@ -87,6 +92,18 @@ impl Session {
             )
         };
         let ctx = port.context();
+        // The port's counters: -W's, and all of them for the verdict under the table.
+        let sys = std::path::Path::new("/sys");
+        let here = PortRef {
+            device: ctx.name().to_string(),
+            port: port.num(),
+        };
+        let named = match &a.report_counters {
+            Some(list) => Some(Named::open(sys, &here, list).map_err(Error::Config)?),
+            None => None,
+        };
+        let tolerance = a.counter_tolerance.clone().unwrap_or_default();
+        let watch = Watch::start(sys, &[here], tolerance);
         if let Some(v) = settings.events {
             let n = ctx.num_comp_vectors();
             if v >= n {
@@ -258,6 +275,8 @@ impl Session {
             psn,
             qp_timeout: a.qp_timeout,
             attention,
+            watch,
+            named,
             #[cfg(has_rdmacm)]
             cm_ids: Vec::new(),
             #[cfg(has_rdmacm)]

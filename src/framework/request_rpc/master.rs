@@ -75,7 +75,7 @@ impl Role for Master<'_> {
         let (a, reg) = (self.args, &self.reg);
         // Clients only WRITE requests here.
         let ports = region::open(
-            &a.common,
+            ctx,
             a.num_server_ports,
             a.shm_key,
             a.rr_size,
