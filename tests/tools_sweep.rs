@@ -70,11 +70,11 @@ fn statistics_of_known_values_are_exact() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(
         d.read("s.csv"),
-        "label,a,b,metric,unit,n,median,mean,min,max,ci95_low,ci95_high\n\
-         syn,1,10,mops,Mops,3,11,11,10,12,8.515662,13.484338\n\
-         syn,1,20,mops,Mops,3,21,21,20,22,18.515662,23.484338\n\
-         syn,2,10,mops,Mops,3,21,21,20,22,18.515662,23.484338\n\
-         syn,2,20,mops,Mops,3,41,41,40,42,38.515662,43.484338\n"
+        "label,a,b,metric,unit,n,median,mean,min,max,ci95_low,ci95_high,untrusted\n\
+         syn,1,10,mops,Mops,3,11,11,10,12,8.515662,13.484338,0\n\
+         syn,1,20,mops,Mops,3,21,21,20,22,18.515662,23.484338,0\n\
+         syn,2,10,mops,Mops,3,21,21,20,22,18.515662,23.484338,0\n\
+         syn,2,20,mops,Mops,3,41,41,40,42,38.515662,43.484338,0\n"
     );
     let j: serde_json::Value = serde_json::from_str(&d.read("s.json")).unwrap();
     assert_eq!(j["label"], "syn");
@@ -107,7 +107,7 @@ fn statistics_of_known_values_are_exact() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(
         d.read("s.csv").lines().nth(1),
-        Some("syn,1,10,mops,Mops,4,11.5,11.5,10,13,9.446028,13.553972")
+        Some("syn,1,10,mops,Mops,4,11.5,11.5,10,13,9.446028,13.553972,0")
     );
 }
 
@@ -313,7 +313,7 @@ fn sigint_keeps_what_was_measured_and_exits_130() {
     assert_eq!(runs.lines().count(), 2, "{runs}");
     assert_eq!(
         d.read("s.csv").lines().nth(1),
-        Some("syn,1,10,mops,Mops,1,10,10,10,10,10,10")
+        Some("syn,1,10,mops,Mops,1,10,10,10,10,10,10,0")
     );
 }
 

@@ -113,6 +113,7 @@ fn our_json(v: &Value, label: Option<&str>) -> Option<Measurement> {
     m.postlist = u(v, "postlist");
     m.threads = u(v, "threads");
     m.thread = u(v, "thread");
+    m.trusted = v.get("trusted").and_then(Value::as_bool);
     if flag(v, "machine_summary") {
         // rc-swarm: one line per process, whose rates add up.
         m.role = Some("machine".into());

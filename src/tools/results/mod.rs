@@ -86,6 +86,9 @@ pub struct Measurement {
     pub kind: Kind,
     /// The values.
     pub metrics: Metrics,
+    /// What the fabric's counters said of the run (`"trusted"` in our JSON and in our perftest
+    /// documents): false when it is questionable; None when nothing says.
+    pub trusted: Option<bool>,
 }
 
 impl Measurement {
@@ -102,6 +105,7 @@ impl Measurement {
             thread: None,
             kind,
             metrics: Metrics::default(),
+            trusted: None,
         }
     }
 }

@@ -56,6 +56,9 @@ pub struct Point {
     pub key: Key,
     /// The values (for a sweep file, the medians over its repetitions).
     pub metrics: Metrics,
+    /// False when the fabric's counters made a run behind it questionable; None when nothing
+    /// says.
+    pub trusted: Option<bool>,
 }
 
 /// The side whose numbers are the benchmark's result, where both report: the descriptor's
@@ -162,12 +165,18 @@ pub fn points(all: &[Measurement]) -> Vec<Point> {
             );
             t
         };
+        // Any questionable run behind the point makes it questionable.
+        let trusted = of_key
+            .iter()
+            .filter_map(|m| m.trusted)
+            .reduce(|a, b| a && b);
         if !metrics.is_empty() {
             out.push(Point {
                 source,
                 bench,
                 key,
                 metrics,
+                trusted,
             });
         }
     }

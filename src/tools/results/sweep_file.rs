@@ -40,6 +40,8 @@ pub struct SweepPoint {
     pub bench: Option<String>,
     /// The operation.
     pub op: Option<String>,
+    /// Repetitions whose counters made them questionable (the sweep's `untrusted` field).
+    pub untrusted: u32,
 }
 
 /// A sweep (from its JSON or CSV): a label, the swept parameters and the points.
@@ -137,6 +139,7 @@ pub fn parse_json(text: &str, stem: &str) -> Result<Sweep, String> {
             source: text("source"),
             bench: text("bench"),
             op: text("op"),
+            untrusted: p.get("untrusted").and_then(Value::as_u64).unwrap_or(0) as u32,
         });
     }
     Ok(Sweep {
@@ -206,7 +209,7 @@ pub fn parse_sweep_csv(text: &str, stem: &str) -> Result<Vec<Sweep>, String> {
         need("min")?,
         need("max")?,
     );
-    let (cil, cih) = (col("ci95_low"), col("ci95_high"));
+    let (cil, cih, untrusted) = (col("ci95_low"), col("ci95_high"), col("untrusted"));
     let mut sweeps: Vec<Sweep> = Vec::new();
     for (ln, line) in lines {
         let ln = ln + 1;
@@ -256,6 +259,9 @@ pub fn parse_sweep_csv(text: &str, stem: &str) -> Result<Vec<Sweep>, String> {
                 source: None,
                 bench: None,
                 op: None,
+                untrusted: untrusted
+                    .and_then(|i| c[i].trim().parse().ok())
+                    .unwrap_or(0),
             }),
         }
     }
@@ -370,6 +376,7 @@ fn point_of(p: &SweepPoint, params: &[String]) -> Result<Point, String> {
         bench: p.bench.clone().unwrap_or_default(),
         key,
         metrics,
+        trusted: (p.untrusted > 0).then_some(false),
     })
 }
 

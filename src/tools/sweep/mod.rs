@@ -254,6 +254,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
             all: point.filter(|_| ok).map(|x| x.metrics).unwrap_or_default(),
             bench: point.map(|x| x.bench.clone()).unwrap_or_default(),
             op: point.and_then(|x| x.key.op.clone()),
+            trusted: point.and_then(|x| x.trusted),
         };
         log.append(&run)?;
         runs.push(run);

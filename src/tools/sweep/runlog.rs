@@ -31,6 +31,8 @@ pub struct Run {
     pub bench: String,
     /// The operation.
     pub op: Option<String>,
+    /// What the fabric's counters said of it (None: nothing said).
+    pub trusted: Option<bool>,
 }
 
 /// The header of the CSV for these parameters.
@@ -136,7 +138,7 @@ impl RunLog {
                 .map(|(m, v)| (m.name().to_string(), json!(v)))
                 .collect();
             let line = json!({"params": params, "rep": run.rep, "bench": run.bench,
-                "op": run.op, "metrics": metrics});
+                "op": run.op, "metrics": metrics, "trusted": run.trusted});
             self.jsonl
                 .write_all(format!("{line}\n").as_bytes())
                 .map_err(fail)?;
@@ -186,7 +188,7 @@ pub fn read_runs(csv: &str, jsonl: &str, nparams: usize) -> std::result::Result<
         let value = cells[nparams + 4].parse::<f64>().ok();
         let seconds = cells[nparams + 5].parse::<f64>().unwrap_or(0.0);
         let mut all = Metrics::default();
-        let (mut bench, mut op) = (String::new(), None);
+        let (mut bench, mut op, mut trusted) = (String::new(), None, None);
         if ok {
             if let Some((_, _, v)) = extra
                 .iter()
@@ -202,6 +204,7 @@ pub fn read_runs(csv: &str, jsonl: &str, nparams: usize) -> std::result::Result<
                 }
                 bench = v["bench"].as_str().unwrap_or("").to_string();
                 op = v["op"].as_str().map(str::to_string);
+                trusted = v["trusted"].as_bool();
             }
             all.set_opt(metric, value);
         }
@@ -215,6 +218,7 @@ pub fn read_runs(csv: &str, jsonl: &str, nparams: usize) -> std::result::Result<
             all,
             bench,
             op,
+            trusted,
         });
     }
     Ok(out)

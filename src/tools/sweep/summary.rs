@@ -46,6 +46,8 @@ pub struct PointResult {
     pub op: Option<String>,
     /// One cell per metric that the runs printed, in [`Metric::ALL`]'s order.
     pub cells: Vec<Cell>,
+    /// Repetitions whose counters made them questionable.
+    pub untrusted: usize,
 }
 
 /// The results of every grid point from the ok runs (the last row of a point and repetition
@@ -85,6 +87,7 @@ pub fn summarize(shape: &Shape<'_>, runs: &[Run]) -> Vec<PointResult> {
                     .unwrap_or_default(),
                 op: mine.iter().find_map(|r| r.op.clone()),
                 cells,
+                untrusted: mine.iter().filter(|r| r.trusted == Some(false)).count(),
             }
         })
         .collect()
@@ -116,6 +119,7 @@ pub fn csv(shape: &Shape<'_>, results: &[PointResult]) -> String {
             "max",
             "ci95_low",
             "ci95_high",
+            "untrusted",
         ]
         .map(String::from),
     );
@@ -131,6 +135,7 @@ pub fn csv(shape: &Shape<'_>, results: &[PointResult]) -> String {
             for v in [s.median, s.mean, s.min, s.max, s.ci95_low(), s.ci95_high()] {
                 row.push(num(v));
             }
+            row.push(p.untrusted.to_string());
             out.push_str(&row.join(","));
             out.push('\n');
         }
@@ -182,7 +187,7 @@ pub fn json(shape: &Shape<'_>, results: &[PointResult]) -> String {
                     )
                 })
                 .collect();
-            let mut o = json!({"params": params, "metrics": metrics});
+            let mut o = json!({"params": params, "metrics": metrics, "untrusted": p.untrusted});
             if !p.bench.is_empty() {
                 o["bench"] = json!(p.bench);
             }
