@@ -21,7 +21,7 @@ mod zipf;
 pub use zipf::Zipf;
 
 use crate::error::{Error, Result};
-use crate::mem::{prefetch, HugeBuffer, Placement};
+use crate::mem::{prefetch_ptr, HugeBuffer, Placement};
 
 /// MICA's GET opcode.
 pub const OP_GET: u8 = 111;
@@ -175,16 +175,25 @@ impl StoreConfig {
     }
 }
 
-/// Where a key's tag is in its bucket, or where it would go. Buckets fill from slot 0 and a slot
-/// is never emptied, so the slots in use are a prefix and a scan stops at the first free one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Probe {
-    /// Slot `j` is in use with the key's tag (the only one: a bucket holds a tag once).
-    Hit(usize),
-    /// No slot has the tag; slot `j` is the first free one.
-    Free(usize),
-    /// Every slot is in use, none with the tag.
-    Full,
+/// A probe word: what a scan of a key's bucket found, in one `u64`. Buckets fill from slot 0 and
+/// a slot is never emptied, so the slots in use are a prefix and a scan stops at the tag or at
+/// the first free slot.
+/// - the tag is in slot `j` (the only one: a bucket holds a tag once): the slot word (bit 63
+///   set) with `j` in bits 56..58 (always zero in a slot);
+/// - no slot has the tag, slot `j` is the first free one: `j`;
+/// - every slot is in use, none with the tag: [`FULL`].
+type ProbeWord = u64;
+const FULL: ProbeWord = SLOTS as u64;
+
+#[inline(always)]
+fn is_hit(p: ProbeWord) -> bool {
+    (p as i64) < 0
+}
+
+/// The slot a probe word names (the tag's, or the first free one; `FULL`: none).
+#[inline(always)]
+fn slot_of(p: ProbeWord) -> usize {
+    (if is_hit(p) { p >> 56 } else { p }) as usize % SLOTS
 }
 
 #[inline(always)]
@@ -193,36 +202,41 @@ fn holds(slot: u64, want: u64) -> bool {
 }
 
 #[inline(always)]
-fn scan(bucket: &[u64; SLOTS], want: u64) -> Probe {
+fn scan(bucket: &[u64; SLOTS], want: u64) -> ProbeWord {
     for (j, &s) in bucket.iter().enumerate() {
-        if holds(s, want) {
-            return Probe::Hit(j);
-        }
-        if s & IN_USE == 0 {
-            return Probe::Free(j);
+        // `want` has bit 63 set: `t` is below 2^40 at the tag, at least 2^63 at a free slot and
+        // in between at another key's slot, so one compare tells "stop here".
+        let t = s ^ want;
+        if t.wrapping_sub(1 << LOG_BITS) >= (1 << 63) - (1 << LOG_BITS) {
+            return if t < 1 << LOG_BITS {
+                s | (j as u64) << 56
+            } else {
+                j as u64
+            };
         }
     }
-    Probe::Full
+    FULL
 }
 
 /// What `scan` would say now, from what it said before this batch's earlier inserts: one slot
 /// read. Inserts are the only index writes; they reuse the tag's slot, else take the first free
-/// one, else overwrite slot `tag mod 8` of a full bucket. So a `Hit` slot that still holds the
-/// tag is the hit; a `Free` slot that is still free means no slot took the tag; a `Full` bucket
-/// stays full and only its slot `tag mod 8` can have taken the tag.
+/// one, else overwrite slot `tag mod 8` of a full bucket. So a hit slot that still holds the tag
+/// is the hit (with the offset it has now); a free slot that is still free means no slot took
+/// the tag; a full bucket stays full and only its slot `tag mod 8` can have taken the tag.
 #[inline(always)]
-fn rescan(bucket: &[u64; SLOTS], before: Probe, want: u64) -> Probe {
+fn rescan(bucket: &[u64; SLOTS], before: ProbeWord, want: u64) -> ProbeWord {
+    let j = if before == FULL {
+        ((want >> LOG_BITS) as usize) % SLOTS
+    } else {
+        slot_of(before)
+    };
+    let s = bucket[j];
+    if holds(s, want) {
+        return s | (j as u64) << 56;
+    }
     match before {
-        Probe::Hit(j) if holds(bucket[j], want) => before,
-        Probe::Free(j) if bucket[j] & IN_USE == 0 => before,
-        Probe::Full => {
-            let j = ((want >> LOG_BITS) as usize) % SLOTS;
-            if holds(bucket[j], want) {
-                Probe::Hit(j)
-            } else {
-                Probe::Full
-            }
-        }
+        FULL => FULL,
+        _ if !is_hit(before) && s & IN_USE == 0 => before,
         _ => scan(bucket, want),
     }
 }
@@ -250,9 +264,9 @@ fn write_value(dst: &mut [u8; MAX_ITEM], src: &[u8; MAX_VALUE], len: usize) {
     }
 }
 
-/// The circular log: its bytes, its size and its head in a virtual byte space that only grows.
-struct Log {
-    buf: HugeBuffer,
+/// The circular log's geometry and head (in a virtual byte space that only grows).
+#[derive(Debug, Clone, Copy)]
+struct Geometry {
     cap: u64,
     mask: u64,
     /// Items at most this far behind the head are whole (`cap - MAX_ITEM`: an insert writes a
@@ -261,100 +275,76 @@ struct Log {
     head: u64,
 }
 
-impl Log {
-    /// The byte offset of the item a slot points at, if the head has not passed it.
-    #[inline(always)]
-    fn live(&self, slot: u64) -> Option<usize> {
-        let offset = slot & OFFSET_MASK;
-        (self.head.wrapping_sub(offset) & OFFSET_MASK <= self.live_span)
-            .then_some((offset & self.mask) as usize)
-    }
+/// The log as one operation or batch works on it: its bytes and a copy of its geometry (written
+/// back when the work is done), so that the hot loop keeps them in registers.
+struct Log<'a> {
+    bytes: &'a mut [u8],
+    g: Geometry,
+}
 
-    /// The `MAX_ITEM` window of the item at `o`, if it is `key`'s.
+impl Log<'_> {
+    /// The `MAX_ITEM` window of the item a hit probe word points at, if the head has not passed
+    /// it and it is `key`'s.
     #[inline(always)]
-    fn item_of(&mut self, o: usize, key: Key) -> Option<&mut [u8; MAX_ITEM]> {
-        let w = self
-            .buf
-            .bytes_mut()
-            .get_mut(o..)?
-            .first_chunk_mut::<MAX_ITEM>()?;
+    fn find(&mut self, probe: ProbeWord, key: Key) -> Option<&mut [u8; MAX_ITEM]> {
+        if !is_hit(probe) {
+            return None;
+        }
+        let offset = probe & OFFSET_MASK;
+        if self.g.head.wrapping_sub(offset) & OFFSET_MASK > self.g.live_span {
+            return None;
+        }
+        let o = (offset & self.g.mask) as usize;
+        let w: &mut [u8; MAX_ITEM] = self.bytes.get_mut(o..o + MAX_ITEM)?.try_into().ok()?;
         (key_at(w) == key.0).then_some(w)
     }
 
-    /// Where `key` lives, if the probe found its tag and the item is live and `key`'s.
-    #[inline(always)]
-    fn find(
-        &mut self,
-        bucket: &[u64; SLOTS],
-        probe: Probe,
-        key: Key,
-    ) -> Option<&mut [u8; MAX_ITEM]> {
-        let Probe::Hit(j) = probe else { return None };
-        let o = self.live(bucket[j])?;
-        self.item_of(o, key)
-    }
-
-    /// Appends `key`'s item at the head and points slot `probe` names at it: the tag's slot (an
-    /// older item of this key, or a colliding key, which is lost), else the first free one, else
-    /// slot `tag mod 8` of the full bucket (an eviction).
+    /// Appends `key`'s item at the head and points the slot `probe` names at it: the tag's slot
+    /// (an older item of this key, or a colliding key, which is lost), else the first free one,
+    /// else slot `tag mod 8` of the full bucket (an eviction).
     #[inline(always)]
     fn insert(
         &mut self,
         bucket: &mut [u64; SLOTS],
-        probe: Probe,
+        probe: ProbeWord,
         key: Key,
         len: usize,
         value: &[u8; MAX_VALUE],
         stats: &mut Stats,
     ) {
+        let g = &mut self.g;
         // Never let an item window run past the physical end: wrap to the next lap instead.
-        if self.cap - (self.head & self.mask) < MAX_ITEM as u64 {
-            self.head = (self.head + self.cap) & !self.mask;
+        if g.cap - (g.head & g.mask) < MAX_ITEM as u64 {
+            g.head = (g.head + g.cap) & !g.mask;
             stats.log_wraps += 1;
         }
-        let offset = self.head;
-        let o = (offset & self.mask) as usize;
-        if let Some(w) = self
-            .buf
-            .bytes_mut()
-            .get_mut(o..)
-            .and_then(|b| b.first_chunk_mut::<MAX_ITEM>())
-        {
+        let offset = g.head;
+        let o = (offset & g.mask) as usize;
+        if let Some(w) = self.bytes.get_mut(o..o + MAX_ITEM) {
             w[..16].copy_from_slice(&key.0.to_le_bytes());
             w[16..HEADER].copy_from_slice(&(len as u64).to_le_bytes());
             w[HEADER..HEADER + MAX_VALUE].copy_from_slice(value);
         }
-        self.head += (HEADER + len.next_multiple_of(8)) as u64;
-        let j = match probe {
-            Probe::Hit(j) | Probe::Free(j) => j,
-            Probe::Full => {
-                stats.index_evictions += 1;
-                key.tag() as usize % SLOTS
-            }
+        g.head += (HEADER + len.next_multiple_of(8)) as u64;
+        let j = if probe == FULL {
+            stats.index_evictions += 1;
+            key.tag() as usize % SLOTS
+        } else {
+            slot_of(probe)
         };
         bucket[j] = key.want() | (offset & OFFSET_MASK);
     }
 
-    /// PUT `value[..len]` (1..=MAX_VALUE bytes): in place when `key`'s live item has that
-    /// length, else a new item.
+    /// PUT `value[..len]` (1..=MAX_VALUE bytes) in place, if `key`'s live item has that length.
     #[inline(always)]
-    fn put(
-        &mut self,
-        bucket: &mut [u64; SLOTS],
-        probe: Probe,
-        key: Key,
-        len: usize,
-        value: &[u8; MAX_VALUE],
-        stats: &mut Stats,
-    ) {
-        stats.puts += 1;
-        if let Some(w) = self.find(bucket, probe, key) {
-            if usize::from(w[16]) == len {
+    fn update(&mut self, probe: ProbeWord, key: Key, len: usize, value: &[u8; MAX_VALUE]) -> bool {
+        match self.find(probe, key) {
+            Some(w) if usize::from(w[16]) == len => {
                 write_value(w, value, len);
-                return;
+                true
             }
+            _ => false,
         }
-        self.insert(bucket, probe, key, len, value, stats);
     }
 }
 
@@ -362,7 +352,8 @@ impl Log {
 pub struct Store {
     index: HugeBuffer,
     bucket_mask: u64,
-    log: Log,
+    log: HugeBuffer,
+    geometry: Geometry,
     /// What happened so far.
     pub stats: Stats,
 }
@@ -377,8 +368,8 @@ impl Store {
         Ok(Store {
             index,
             bucket_mask: cfg.buckets as u64 - 1,
-            log: Log {
-                buf: HugeBuffer::new(cfg.log_bytes, cfg.place)?,
+            log: HugeBuffer::new(cfg.log_bytes, cfg.place)?,
+            geometry: Geometry {
                 cap,
                 mask: cap - 1,
                 live_span: cap - MAX_ITEM as u64,
@@ -388,23 +379,27 @@ impl Store {
         })
     }
 
+    /// The index as buckets, the log, and the bucket mask, borrowed apart.
     #[inline(always)]
-    fn bucket_of(&self, key: Key) -> usize {
-        (u64::from(key.bucket()) & self.bucket_mask) as usize
+    fn parts(&mut self) -> (&mut [[u64; SLOTS]], Log<'_>, u64) {
+        (
+            self.index.words_mut().as_chunks_mut::<SLOTS>().0,
+            Log {
+                bytes: self.log.bytes_mut(),
+                g: self.geometry,
+            },
+            self.bucket_mask,
+        )
     }
 
     /// GET: copies `key`'s value into `out` and returns its length, or `None` on a miss.
     pub fn get(&mut self, key: Key, out: &mut [u8; MAX_VALUE]) -> Option<usize> {
         self.stats.gets += 1;
-        let b = self.bucket_of(key);
-        let found = self
-            .index
-            .words_mut()
-            .as_chunks_mut::<SLOTS>()
-            .0
-            .get(b)
+        let (buckets, mut log, mask) = self.parts();
+        let found = buckets
+            .get((u64::from(key.bucket()) & mask) as usize)
             .and_then(|bucket| {
-                let w = self.log.find(bucket, scan(bucket, key.want()), key)?;
+                let w = log.find(scan(bucket, key.want()), key)?;
                 out.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
                 Some(usize::from(w[16]))
             });
@@ -425,12 +420,17 @@ impl Store {
         }
         let mut v = [0u8; MAX_VALUE];
         v[..value.len()].copy_from_slice(value);
-        let b = self.bucket_of(key);
-        if let Some(bucket) = self.index.words_mut().as_chunks_mut::<SLOTS>().0.get_mut(b) {
+        let mut stats = self.stats;
+        stats.puts += 1;
+        let (buckets, mut log, mask) = self.parts();
+        if let Some(bucket) = buckets.get_mut((u64::from(key.bucket()) & mask) as usize) {
             let probe = scan(bucket, key.want());
-            self.log
-                .put(bucket, probe, key, value.len(), &v, &mut self.stats);
+            if !log.update(probe, key, value.len(), &v) {
+                log.insert(bucket, probe, key, value.len(), &v, &mut stats);
+            }
         }
+        self.geometry = log.g;
+        self.stats = stats;
         Ok(())
     }
 
@@ -450,69 +450,64 @@ impl Store {
 
     #[inline(always)]
     fn batch_upto_max(&mut self, ops: &[Op], resps: &mut [Resp]) {
-        let mut at = [0usize; MAX_BATCH];
-        let mut probes = [Probe::Full; MAX_BATCH];
-        let buckets = self.index.words_mut().as_chunks_mut::<SLOTS>().0;
+        let n = ops.len().min(resps.len()).min(MAX_BATCH);
+        let (ops, resps) = (&ops[..n], &mut resps[..n]);
+        let mut probes = [FULL; MAX_BATCH];
+        let mut stats = self.stats;
+        let (buckets, mut log, mask) = self.parts();
+        let bucket_of = |op: &Op| (u64::from(op.key.bucket()) & mask) as usize;
         // The buckets, all at once.
-        for (op, b) in ops.iter().zip(&mut at) {
-            *b = (u64::from(op.key.bucket()) & self.bucket_mask) as usize;
-            if let Some(bucket) = buckets.get(*b) {
-                prefetch(bucket);
-            }
+        for op in ops {
+            prefetch_ptr(buckets.as_ptr().wrapping_add(bucket_of(op)));
         }
         // The tags, and the items they point at (a small item may span two lines).
-        let log = self.log.buf.bytes_mut();
-        for ((op, &b), p) in ops.iter().zip(&at).zip(&mut probes) {
-            let Some(bucket) = buckets.get(b) else {
-                continue;
-            };
-            *p = scan(bucket, op.key.want());
-            if let Probe::Hit(j) = *p {
-                let o = (bucket[j] & self.log.mask) as usize;
-                if let Some(x) = log.get(o) {
-                    prefetch(x);
-                }
-                if let Some(x) = log.get(o + 64) {
-                    prefetch(x);
+        for (op, p) in ops.iter().zip(&mut probes) {
+            if let Some(bucket) = buckets.get(bucket_of(op)) {
+                *p = scan(bucket, op.key.want());
+                if is_hit(*p) {
+                    let item = log.bytes.as_ptr().wrapping_add((*p & log.g.mask) as usize);
+                    prefetch_ptr(item);
+                    prefetch_ptr(item.wrapping_add(64));
                 }
             }
         }
-        // The work, in order; an earlier insert of this batch may have moved a tag (`rescan`).
-        let mut stats = self.stats;
-        for (((op, &b), &p), r) in ops.iter().zip(&at).zip(&probes).zip(resps.iter_mut()) {
-            r.len = 0;
-            let Some(bucket) = buckets.get_mut(b) else {
-                r.kind = RESP_GET_FAIL;
-                continue;
-            };
+        // The work, in order. Until the batch's first insert nothing has changed the index since
+        // the scans; after it, a probe is checked again (`rescan`: one slot read).
+        let before = log.g.head;
+        for i in 0..n {
+            let (op, r) = (&ops[i], &mut resps[i]);
             let key = op.key;
-            let probe = rescan(bucket, p, key.want());
-            match op.opcode {
-                OP_GET => {
-                    stats.gets += 1;
-                    if let Some(w) = self.log.find(bucket, probe, key) {
-                        r.kind = RESP_GET_SUCCESS;
-                        r.len = w[16];
-                        r.value.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
-                    } else {
-                        stats.get_misses += 1;
-                        r.kind = RESP_GET_FAIL;
-                    }
+            r.len = 0;
+            r.kind = RESP_GET_FAIL;
+            let mut probe = probes[i];
+            if log.g.head != before {
+                match buckets.get(bucket_of(op)) {
+                    Some(bucket) => probe = rescan(bucket, probe, key.want()),
+                    None => continue,
                 }
-                OP_PUT if (1..=MAX_VALUE as u8).contains(&op.val_len) => {
-                    self.log.put(
-                        bucket,
-                        probe,
-                        key,
-                        usize::from(op.val_len),
-                        &op.value,
-                        &mut stats,
-                    );
-                    r.kind = RESP_PUT_SUCCESS;
+            }
+            if op.opcode == OP_GET {
+                stats.gets += 1;
+                if let Some(w) = log.find(probe, key) {
+                    r.kind = RESP_GET_SUCCESS;
+                    r.len = w[16];
+                    r.value.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
+                } else {
+                    stats.get_misses += 1;
                 }
-                _ => r.kind = RESP_GET_FAIL,
+            } else if op.opcode == OP_PUT && (1..=MAX_VALUE as u8).contains(&op.val_len) {
+                stats.puts += 1;
+                let len = usize::from(op.val_len);
+                if !log.update(probe, key, len, &op.value) {
+                    let Some(bucket) = buckets.get_mut(bucket_of(op)) else {
+                        continue;
+                    };
+                    log.insert(bucket, probe, key, len, &op.value, &mut stats);
+                }
+                r.kind = RESP_PUT_SUCCESS;
             }
         }
+        self.geometry = log.g;
         self.stats = stats;
     }
 
