@@ -241,6 +241,49 @@ fn rescan(bucket: &[u64; SLOTS], before: ProbeWord, want: u64) -> ProbeWord {
     }
 }
 
+/// One operation of a batch, given its probe word as it stands now; true if it inserted (moved
+/// the head, and maybe a slot).
+#[inline(always)]
+fn run_one(
+    op: &Op,
+    probe: ProbeWord,
+    r: &mut Resp,
+    buckets: &mut [[u64; SLOTS]],
+    mask: u64,
+    log: &mut Log<'_>,
+    stats: &mut Stats,
+) -> bool {
+    let key = op.key;
+    r.len = 0;
+    if op.opcode == OP_GET {
+        stats.gets += 1;
+        if let Some(w) = log.find(probe, key) {
+            r.kind = RESP_GET_SUCCESS;
+            r.len = w[16];
+            r.value.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
+        } else {
+            stats.get_misses += 1;
+            r.kind = RESP_GET_FAIL;
+        }
+        return false;
+    }
+    r.kind = RESP_GET_FAIL;
+    if op.opcode != OP_PUT || !(1..=MAX_VALUE as u8).contains(&op.val_len) {
+        return false;
+    }
+    stats.puts += 1;
+    r.kind = RESP_PUT_SUCCESS;
+    let len = usize::from(op.val_len);
+    if log.update(probe, key, len, &op.value) {
+        return false;
+    }
+    match buckets.get_mut((u64::from(key.bucket()) & mask) as usize) {
+        Some(bucket) => log.insert(bucket, probe, key, len, &op.value, stats),
+        None => r.kind = RESP_GET_FAIL,
+    }
+    true
+}
+
 /// The 16 bytes at the start of an item window, as a key.
 #[inline(always)]
 fn key_at(w: &[u8; MAX_ITEM]) -> u128 {
@@ -472,40 +515,20 @@ impl Store {
             }
         }
         // The work, in order. Until the batch's first insert nothing has changed the index since
-        // the scans; after it, a probe is checked again (`rescan`: one slot read).
-        let before = log.g.head;
-        for i in 0..n {
-            let (op, r) = (&ops[i], &mut resps[i]);
-            let key = op.key;
-            r.len = 0;
-            r.kind = RESP_GET_FAIL;
-            let mut probe = probes[i];
-            if log.g.head != before {
-                match buckets.get(bucket_of(op)) {
-                    Some(bucket) => probe = rescan(bucket, probe, key.want()),
-                    None => continue,
-                }
+        // the scans and their probes stand; after it, each is checked again (`rescan`: one slot
+        // read).
+        let mut work = ops.iter().zip(&probes[..n]).zip(resps.iter_mut());
+        for ((op, &probe), r) in work.by_ref() {
+            if run_one(op, probe, r, buckets, mask, &mut log, &mut stats) {
+                break;
             }
-            if op.opcode == OP_GET {
-                stats.gets += 1;
-                if let Some(w) = log.find(probe, key) {
-                    r.kind = RESP_GET_SUCCESS;
-                    r.len = w[16];
-                    r.value.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
-                } else {
-                    stats.get_misses += 1;
-                }
-            } else if op.opcode == OP_PUT && (1..=MAX_VALUE as u8).contains(&op.val_len) {
-                stats.puts += 1;
-                let len = usize::from(op.val_len);
-                if !log.update(probe, key, len, &op.value) {
-                    let Some(bucket) = buckets.get_mut(bucket_of(op)) else {
-                        continue;
-                    };
-                    log.insert(bucket, probe, key, len, &op.value, &mut stats);
-                }
-                r.kind = RESP_PUT_SUCCESS;
-            }
+        }
+        for ((op, &probe), r) in work {
+            let probe = match buckets.get(bucket_of(op)) {
+                Some(bucket) => rescan(bucket, probe, op.key.want()),
+                None => FULL,
+            };
+            run_one(op, probe, r, buckets, mask, &mut log, &mut stats);
         }
         self.geometry = log.g;
         self.stats = stats;
