@@ -58,6 +58,10 @@ enum Command {
     /// Side-by-side table of results from ours, perftest and the original C suite, with ratios
     /// per matched point
     Compare(compare::CompareArgs),
+    /// The MICA-style key-value store behind HERD alone, without RDMA: the original's
+    /// mica/test.c workload or HERD's GET/PUT mix, on one core or N threads, Mops per pass
+    #[command(name = "kv-bench")]
+    KvBench(rdma_bench::kv::bench::KvBenchArgs),
 }
 
 fn tool_named(name: &str) -> Option<Tool> {
@@ -80,7 +84,8 @@ fn main() {
     let sub = argv.get(1).cloned().unwrap_or_default();
     let tool = tool_named(&sub);
     let name = if sub.is_empty()
-        || (tool.is_none() && !["doctor", "sweep", "plot", "compare"].contains(&sub.as_str()))
+        || (tool.is_none()
+            && !["doctor", "sweep", "plot", "compare", "kv-bench"].contains(&sub.as_str()))
     {
         "rdma-bench".to_string()
     } else {
@@ -105,6 +110,7 @@ fn main() {
         Command::Sweep(a) => sweep::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::KvBench(a) => rdma_bench::kv::bench::run(a),
     });
     if let Err(e) = result {
         eprintln!("{name}: {e}");

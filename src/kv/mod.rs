@@ -16,6 +16,7 @@
 //! bucket), checks liveness against the head as it is then, and a GET copies its value out at its
 //! turn. The key is already a hash: bucket and tag are bit fields of it, never hashed again.
 
+pub mod bench;
 mod zipf;
 
 pub use zipf::Zipf;
