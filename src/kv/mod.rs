@@ -11,10 +11,11 @@
 //! A batch runs as MICA's `mica_batch_op` does, in three passes over its operations: prefetch
 //! every bucket; scan every bucket for the key's tag and prefetch the item it points at; then do
 //! the work, when both lines have had a whole pass to arrive. Unlike MICA's, the result is
-//! exactly that of running the operations one by one in order: the third pass re-reads the one
-//! slot the second pass's answer depends on (an earlier insert of the batch may have changed the
-//! bucket), checks liveness against the head as it is then, and a GET copies its value out at its
-//! turn. The key is already a hash: bucket and tag are bit fields of it, never hashed again.
+//! exactly that of running the operations one by one in order: once an insert of the batch has
+//! run (it may have changed a bucket that a later operation scanned before it), the third pass
+//! re-reads the one slot the scan's answer depends on; liveness is checked against the head as it
+//! is at the operation's turn, and a GET copies its value out then. The key is already a hash:
+//! bucket and tag are bit fields of it, never hashed again.
 
 pub mod bench;
 mod zipf;
