@@ -3,6 +3,7 @@
 # in the same boot: matched pairs, alternated ours/original, medians, instructions per op.
 #
 #   bench_scripts/vs-original.sh SRC_DIR
+#   bench_scripts/vs-original.sh --store SRC_DIR
 #
 # SRC_DIR is your checkout of https://github.com/efficient/rdma_bench (the CMake tree with
 # libhrd_cpp/). It is copied to target/vs-original/src, patched there with
@@ -29,6 +30,22 @@
 # original's operations per callgrind dump; VS_TIMEOUT (1800) bounds the testbed run.
 # Needs: cmake, g++, make, patch, memcached, libibverbs-dev, libgflags-dev, libmemcached-dev,
 # libnuma-dev; valgrind for the instr/op columns.
+#
+# --store: the key-value store alone, on this host (no RDMA device, no testbed): SRC_DIR's mica/
+# and libhrd/ are copied to target/vs-original/store-src, patched there with
+# bench_scripts/original-store.patch (sizes, passes and a mixed or HERD workload from the
+# environment, the timed loop in a function of its own, one line per pass; see its header) and
+# built with mica/Makefile (the original's flags but -Werror); then REPS (8) alternated pairs per
+# workload of the original's mica/test.c and `rdma-bench kv-bench`, both pinned with taskset to
+# CPU STORE_CPU (the last one), PASSES (6) passes a run, stores on 2 MiB hugepages (reserve 576
+# first: echo 576 > /proc/sys/vm/nr_hugepages); instructions per op by callgrind on the timed loop
+# of both (--toggle-collect, a dump per pass) at 1/CG_SCALE (16) of the sizes, the same load.
+# Workloads: test.c's (8 Mi keys, 2 Mi buckets, 1 GiB log, 32-byte values, batches of 16, passes
+# of all-PUT / all-GET over a fresh permutation), the same with mixed passes (5 % PUT, batches of
+# 32), and HERD's (the store populated in key order, keys drawn uniformly or Zipf 0.99, 5 % PUT,
+# batches of 32). Prints per row: original Mops | ours Mops | ours / original | instr/op original /
+# ours | GET miss fraction original / ours. Needs gcc, make, patch, taskset, libnuma-dev,
+# libmemcached-dev, libibverbs-dev; valgrind for the instr/op column (VS_INSTR=0 skips it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -38,6 +55,12 @@ usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0";
 die() { echo "$prog: $1" >&2; exit "${2:-1}"; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 case $1 in -h | --help) usage; exit 0 ;; esac
+if [ "$1" = --store ]; then
+  shift
+  source "$here/lib/vs-store.sh"
+  store_main "$@"
+  exit 0
+fi
 [ $# -eq 1 ] || die "one argument, SRC_DIR (see --help)" 2
 layout_msg="SRC_DIR must be a checkout of https://github.com/efficient/rdma_bench (the CMake tree: CMakeLists.txt, libhrd_cpp/hrd_conn.cc, rw-tput-sender/main.cc)"
 src=$1

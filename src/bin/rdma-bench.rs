@@ -61,6 +61,10 @@ enum Command {
     /// Every benchmark and tool this build has: roles, the side that counts, op, suite rows
     /// (a table; --json for programs, --suite and --describe NAME for scripts)
     List(list::ListArgs),
+    /// The MICA-style key-value store behind HERD alone, without RDMA: the original's
+    /// mica/test.c workload or HERD's GET/PUT mix, on one core or N threads, Mops per pass
+    #[command(name = "kv-bench")]
+    KvBench(rdma_bench::kv::bench::KvBenchArgs),
 }
 
 fn main() {
@@ -69,7 +73,7 @@ fn main() {
     let tool = Tool::named(&sub);
     let name = if sub.is_empty()
         || (tool.is_none()
-            && !["doctor", "sweep", "plot", "compare", "list"].contains(&sub.as_str()))
+            && !["doctor", "sweep", "plot", "compare", "list", "kv-bench"].contains(&sub.as_str()))
     {
         "rdma-bench".to_string()
     } else {
@@ -95,6 +99,7 @@ fn main() {
         Command::Plot(a) => plot::run(a),
         Command::Compare(a) => compare::run(a),
         Command::List(a) => list::run(a),
+        Command::KvBench(a) => rdma_bench::kv::bench::run(a),
     });
     if let Err(e) = result {
         eprintln!("{name}: {e}");

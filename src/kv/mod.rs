@@ -7,13 +7,23 @@
 //! circular log has written over. A GET then misses; it never returns another key's value, nor an
 //! older value of its own key (every hit is checked against the key stored in the log, and a
 //! slot whose item the log head has passed is ignored).
+//!
+//! A batch runs as MICA's `mica_batch_op` does, in three passes over its operations: prefetch
+//! every bucket; scan every bucket for the key's tag and prefetch the item it points at; then do
+//! the work, when both lines have had a whole pass to arrive. Unlike MICA's, the result is
+//! exactly that of running the operations one by one in order: once an insert of the batch has
+//! run (it may have changed a bucket that a later operation scanned before it), the third pass
+//! re-reads the one slot the scan's answer depends on; liveness is checked against the head as it
+//! is at the operation's turn, and a GET copies its value out then. The key is already a hash:
+//! bucket and tag are bit fields of it, never hashed again.
 
+pub mod bench;
 mod zipf;
 
 pub use zipf::Zipf;
 
 use crate::error::{Error, Result};
-use crate::mem::{prefetch, HugeBuffer, Placement};
+use crate::mem::{prefetch_ptr, HugeBuffer, Placement};
 
 /// MICA's GET opcode.
 pub const OP_GET: u8 = 111;
@@ -35,9 +45,15 @@ const SLOTS: usize = 8;
 /// Bits of a slot's log offset (MICA_LOG_BITS).
 const LOG_BITS: u32 = 40;
 const OFFSET_MASK: u64 = (1 << LOG_BITS) - 1;
+/// A slot: `IN_USE | tag << LOG_BITS | offset`; bits 56..63 other than `IN_USE` stay zero, so
+/// "in use with this tag" is one compare of `slot ^ (IN_USE | tag << LOG_BITS)` with 2^40.
 const IN_USE: u64 = 1 << 63;
-/// Bytes of the largest item: key (16), length word (8), value rounded up to words.
-const MAX_ITEM: u64 = 24 + MAX_VALUE.next_multiple_of(8) as u64;
+/// Bytes of an item before its value: the key (16) and the value's length (a word).
+const HEADER: usize = 24;
+/// Bytes an item may span from its start: header and the largest value rounded up to words. No
+/// item starts within `MAX_ITEM` bytes of the log's physical end, so this window is always in
+/// the log; an insert writes all of it (key, length and the op's whole value field at once).
+const MAX_ITEM: usize = HEADER + MAX_VALUE.next_multiple_of(8);
 
 /// A 16-byte key in MICA's layout: the high 64 bits hold the bucket number (low 32), a server
 /// number (next 16) and the tag (top 16).
@@ -46,7 +62,8 @@ pub struct Key(pub u128);
 
 impl Key {
     /// Key `i` of a run: the 128-bit xxh3 hash of `i` (the original uses CityHash128 of the
-    /// 4-byte integer; any well-mixed 128-bit hash gives the same distribution).
+    /// 4-byte integer; any well-mixed 128-bit hash gives the same distribution). The store never
+    /// hashes: bucket, tag and server are bit fields of the key, as in MICA.
     pub fn of(i: u64) -> Key {
         Key(xxhash_rust::xxh3::xxh3_128(&i.to_le_bytes()))
     }
@@ -54,21 +71,25 @@ impl Key {
     pub fn server(self) -> u16 {
         (self.0 >> 96) as u16
     }
+    #[inline(always)]
     fn bucket(self) -> u32 {
         (self.0 >> 64) as u32
     }
+    #[inline(always)]
     fn tag(self) -> u64 {
         (self.0 >> 112) as u64
     }
     fn lo(self) -> u64 {
         self.0 as u64
     }
-    fn hi(self) -> u64 {
-        (self.0 >> 64) as u64
+    /// The slot bits that say "in use, with this key's tag".
+    #[inline(always)]
+    fn want(self) -> u64 {
+        IN_USE | self.tag() << LOG_BITS
     }
 }
 
-/// One operation of a batch (a HERD request's MICA part).
+/// One operation of a batch (a HERD request's MICA part): 64 bytes, as MICA's `mica_op`.
 #[derive(Debug, Clone, Copy)]
 pub struct Op {
     /// The key.
@@ -77,7 +98,7 @@ pub struct Op {
     pub opcode: u8,
     /// PUT: value bytes (1..=[`MAX_VALUE`]).
     pub val_len: u8,
-    /// PUT: the value.
+    /// PUT: the value (bytes past `val_len` are ignored).
     pub value: [u8; MAX_VALUE],
 }
 
@@ -86,10 +107,10 @@ pub struct Op {
 pub struct Resp {
     /// [`RESP_GET_SUCCESS`], [`RESP_GET_FAIL`] or [`RESP_PUT_SUCCESS`].
     pub kind: u8,
-    /// GET hit: value bytes.
+    /// GET hit: value bytes (0 otherwise).
     pub len: u8,
-    /// GET hit: the value, copied out when the GET ran (a later insert in the same batch may
-    /// write over the log bytes it came from).
+    /// GET hit: the value in `value[..len]`, copied out when the GET ran, so a later PUT in the
+    /// same batch cannot change it (bytes past `len` are unspecified).
     pub value: [u8; MAX_VALUE],
 }
 
@@ -129,18 +150,6 @@ pub struct Stats {
     pub log_wraps: u64,
 }
 
-/// The store: index and log, and the log's head in a virtual byte space that only grows.
-pub struct Store {
-    index: HugeBuffer,
-    log: HugeBuffer,
-    bucket_mask: u64,
-    log_cap: u64,
-    log_mask: u64,
-    head: u64,
-    /// What happened so far.
-    pub stats: Stats,
-}
-
 impl StoreConfig {
     /// Refuses sizes the store cannot have (before anything is allocated).
     pub fn check(&self) -> Result<()> {
@@ -161,6 +170,237 @@ impl StoreConfig {
         }
         Ok(())
     }
+
+    /// Bytes the store allocates (index and log).
+    pub fn bytes(&self) -> u64 {
+        (self.buckets * SLOTS * 8) as u64 + self.log_bytes as u64
+    }
+}
+
+/// A probe word: what a scan of a key's bucket found, in one `u64`. Buckets fill from slot 0 and
+/// a slot is never emptied, so the slots in use are a prefix and a scan stops at the tag or at
+/// the first free slot.
+/// - the tag is in slot `j` (the only one: a bucket holds a tag once): the slot word (bit 63
+///   set) with `j` in bits 56..58 (always zero in a slot);
+/// - no slot has the tag, slot `j` is the first free one: `j`;
+/// - every slot is in use, none with the tag: [`FULL`].
+type ProbeWord = u64;
+const FULL: ProbeWord = SLOTS as u64;
+
+#[inline(always)]
+fn is_hit(p: ProbeWord) -> bool {
+    (p as i64) < 0
+}
+
+/// The slot a probe word names (the tag's, or the first free one; `FULL`: none).
+#[inline(always)]
+fn slot_of(p: ProbeWord) -> usize {
+    (if is_hit(p) { p >> 56 } else { p }) as usize % SLOTS
+}
+
+#[inline(always)]
+fn holds(slot: u64, want: u64) -> bool {
+    (slot ^ want) < 1 << LOG_BITS
+}
+
+#[inline(always)]
+fn scan(bucket: &[u64; SLOTS], want: u64) -> ProbeWord {
+    for (j, &s) in bucket.iter().enumerate() {
+        // `want` has bit 63 set: `t` is below 2^40 at the tag, at least 2^63 at a free slot and
+        // in between at another key's slot, so one compare tells "stop here".
+        let t = s ^ want;
+        if t.wrapping_sub(1 << LOG_BITS) >= (1 << 63) - (1 << LOG_BITS) {
+            return if t < 1 << LOG_BITS {
+                s | (j as u64) << 56
+            } else {
+                j as u64
+            };
+        }
+    }
+    FULL
+}
+
+/// What `scan` would say now, from what it said before this batch's earlier inserts: one slot
+/// read. Inserts are the only index writes; they reuse the tag's slot, else take the first free
+/// one, else overwrite slot `tag mod 8` of a full bucket. So a hit slot that still holds the tag
+/// is the hit (with the offset it has now); a free slot that is still free means no slot took
+/// the tag; a full bucket stays full and only its slot `tag mod 8` can have taken the tag.
+#[inline(always)]
+fn rescan(bucket: &[u64; SLOTS], before: ProbeWord, want: u64) -> ProbeWord {
+    let j = if before == FULL {
+        ((want >> LOG_BITS) as usize) % SLOTS
+    } else {
+        slot_of(before)
+    };
+    let s = bucket[j];
+    if holds(s, want) {
+        return s | (j as u64) << 56;
+    }
+    match before {
+        FULL => FULL,
+        _ if !is_hit(before) && s & IN_USE == 0 => before,
+        _ => scan(bucket, want),
+    }
+}
+
+/// One operation of a batch, given its probe word as it stands now; true if it inserted (moved
+/// the head, and maybe a slot).
+#[inline(always)]
+fn run_one(
+    op: &Op,
+    probe: ProbeWord,
+    r: &mut Resp,
+    buckets: &mut [[u64; SLOTS]],
+    mask: u64,
+    log: &mut Log<'_>,
+    stats: &mut Stats,
+) -> bool {
+    let key = op.key;
+    r.len = 0;
+    if op.opcode == OP_GET {
+        stats.gets += 1;
+        if let Some(w) = log.find(probe, key) {
+            r.kind = RESP_GET_SUCCESS;
+            r.len = w[16];
+            r.value.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
+        } else {
+            stats.get_misses += 1;
+            r.kind = RESP_GET_FAIL;
+        }
+        return false;
+    }
+    r.kind = RESP_GET_FAIL;
+    if op.opcode != OP_PUT || !(1..=MAX_VALUE as u8).contains(&op.val_len) {
+        return false;
+    }
+    stats.puts += 1;
+    r.kind = RESP_PUT_SUCCESS;
+    let len = usize::from(op.val_len);
+    if log.update(probe, key, len, &op.value) {
+        return false;
+    }
+    match buckets.get_mut((u64::from(key.bucket()) & mask) as usize) {
+        Some(bucket) => log.insert(bucket, probe, key, len, &op.value, stats),
+        None => r.kind = RESP_GET_FAIL,
+    }
+    true
+}
+
+/// The 16 bytes at the start of an item window, as a key.
+#[inline(always)]
+fn key_at(w: &[u8; MAX_ITEM]) -> u128 {
+    let mut k = [0u8; 16];
+    k.copy_from_slice(&w[..16]);
+    u128::from_le_bytes(k)
+}
+
+/// Copies a value of `len` bytes into an item's value field, whole words (the item's padding
+/// takes the rest of the last one) and never past the item: one fixed-size copy per length class.
+#[inline(always)]
+fn write_value(dst: &mut [u8; MAX_ITEM], src: &[u8; MAX_VALUE], len: usize) {
+    let d = &mut dst[HEADER..];
+    match len {
+        0..=8 => d[..8].copy_from_slice(&src[..8]),
+        9..=16 => d[..16].copy_from_slice(&src[..16]),
+        17..=24 => d[..24].copy_from_slice(&src[..24]),
+        25..=32 => d[..32].copy_from_slice(&src[..32]),
+        33..=40 => d[..40].copy_from_slice(&src[..40]),
+        _ => d[..MAX_VALUE].copy_from_slice(src),
+    }
+}
+
+/// The circular log's geometry and head (in a virtual byte space that only grows).
+#[derive(Debug, Clone, Copy)]
+struct Geometry {
+    cap: u64,
+    mask: u64,
+    /// Items at most this far behind the head are whole (`cap - MAX_ITEM`: an insert writes a
+    /// whole `MAX_ITEM` window, so it may reach that far past its own end).
+    live_span: u64,
+    head: u64,
+}
+
+/// The log as one operation or batch works on it: its bytes and a copy of its geometry (written
+/// back when the work is done), so that the hot loop keeps them in registers.
+struct Log<'a> {
+    bytes: &'a mut [u8],
+    g: Geometry,
+}
+
+impl Log<'_> {
+    /// The `MAX_ITEM` window of the item a hit probe word points at, if the head has not passed
+    /// it and it is `key`'s.
+    #[inline(always)]
+    fn find(&mut self, probe: ProbeWord, key: Key) -> Option<&mut [u8; MAX_ITEM]> {
+        if !is_hit(probe) {
+            return None;
+        }
+        let offset = probe & OFFSET_MASK;
+        if self.g.head.wrapping_sub(offset) & OFFSET_MASK > self.g.live_span {
+            return None;
+        }
+        let o = (offset & self.g.mask) as usize;
+        let w: &mut [u8; MAX_ITEM] = self.bytes.get_mut(o..o + MAX_ITEM)?.try_into().ok()?;
+        (key_at(w) == key.0).then_some(w)
+    }
+
+    /// Appends `key`'s item at the head and points the slot `probe` names at it: the tag's slot
+    /// (an older item of this key, or a colliding key, which is lost), else the first free one,
+    /// else slot `tag mod 8` of the full bucket (an eviction).
+    #[inline(always)]
+    fn insert(
+        &mut self,
+        bucket: &mut [u64; SLOTS],
+        probe: ProbeWord,
+        key: Key,
+        len: usize,
+        value: &[u8; MAX_VALUE],
+        stats: &mut Stats,
+    ) {
+        let g = &mut self.g;
+        // Never let an item window run past the physical end: wrap to the next lap instead.
+        if g.cap - (g.head & g.mask) < MAX_ITEM as u64 {
+            g.head = (g.head + g.cap) & !g.mask;
+            stats.log_wraps += 1;
+        }
+        let offset = g.head;
+        let o = (offset & g.mask) as usize;
+        if let Some(w) = self.bytes.get_mut(o..o + MAX_ITEM) {
+            w[..16].copy_from_slice(&key.0.to_le_bytes());
+            w[16..HEADER].copy_from_slice(&(len as u64).to_le_bytes());
+            w[HEADER..HEADER + MAX_VALUE].copy_from_slice(value);
+        }
+        g.head += (HEADER + len.next_multiple_of(8)) as u64;
+        let j = if probe == FULL {
+            stats.index_evictions += 1;
+            key.tag() as usize % SLOTS
+        } else {
+            slot_of(probe)
+        };
+        bucket[j] = key.want() | (offset & OFFSET_MASK);
+    }
+
+    /// PUT `value[..len]` (1..=MAX_VALUE bytes) in place, if `key`'s live item has that length.
+    #[inline(always)]
+    fn update(&mut self, probe: ProbeWord, key: Key, len: usize, value: &[u8; MAX_VALUE]) -> bool {
+        match self.find(probe, key) {
+            Some(w) if usize::from(w[16]) == len => {
+                write_value(w, value, len);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The store: index and log.
+pub struct Store {
+    index: HugeBuffer,
+    bucket_mask: u64,
+    log: HugeBuffer,
+    geometry: Geometry,
+    /// What happened so far.
+    pub stats: Stats,
 }
 
 impl Store {
@@ -169,58 +409,49 @@ impl Store {
         cfg.check()?;
         let mut index = HugeBuffer::new(cfg.buckets * SLOTS * 8, cfg.place)?;
         index.words_mut().fill(0);
-        let log = HugeBuffer::new(cfg.log_bytes, cfg.place)?;
+        let cap = cfg.log_bytes as u64;
         Ok(Store {
             index,
-            log,
             bucket_mask: cfg.buckets as u64 - 1,
-            log_cap: cfg.log_bytes as u64,
-            log_mask: cfg.log_bytes as u64 - 1,
-            head: 0,
+            log: HugeBuffer::new(cfg.log_bytes, cfg.place)?,
+            geometry: Geometry {
+                cap,
+                mask: cap - 1,
+                live_span: cap - MAX_ITEM as u64,
+                head: 0,
+            },
             stats: Stats::default(),
         })
     }
 
-    /// First slot (word index) of `key`'s bucket.
+    /// The index as buckets, the log, and the bucket mask, borrowed apart.
     #[inline(always)]
-    fn bucket_of(&self, key: Key) -> usize {
-        (u64::from(key.bucket()) & self.bucket_mask) as usize * SLOTS
-    }
-
-    /// Word index in the log of `key`'s live item, if the index has one.
-    #[inline]
-    fn find(&mut self, key: Key) -> Option<usize> {
-        let b = self.bucket_of(key);
-        let tag = key.tag();
-        let (head, cap, mask) = (self.head, self.log_cap, self.log_mask);
-        let index = self.index.words_mut();
-        let slot = index[b..b + SLOTS]
-            .iter()
-            .find(|&&s| s & IN_USE != 0 && (s >> LOG_BITS) & 0xffff == tag)?;
-        let offset = slot & OFFSET_MASK;
-        // The log head has passed the item: its bytes may belong to newer items now.
-        if head.wrapping_sub(offset) & OFFSET_MASK >= cap {
-            return None;
-        }
-        let w = ((offset & mask) / 8) as usize;
-        let log = self.log.words_mut();
-        // Same tag is not same key: the log holds the key.
-        (log[w] == key.lo() && log[w + 1] == key.hi()).then_some(w)
+    fn parts(&mut self) -> (&mut [[u64; SLOTS]], Log<'_>, u64) {
+        (
+            self.index.words_mut().as_chunks_mut::<SLOTS>().0,
+            Log {
+                bytes: self.log.bytes_mut(),
+                g: self.geometry,
+            },
+            self.bucket_mask,
+        )
     }
 
     /// GET: copies `key`'s value into `out` and returns its length, or `None` on a miss.
     pub fn get(&mut self, key: Key, out: &mut [u8; MAX_VALUE]) -> Option<usize> {
         self.stats.gets += 1;
-        let Some(w) = self.find(key) else {
+        let (buckets, mut log, mask) = self.parts();
+        let found = buckets
+            .get((u64::from(key.bucket()) & mask) as usize)
+            .and_then(|bucket| {
+                let w = log.find(scan(bucket, key.want()), key)?;
+                out.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
+                Some(usize::from(w[16]))
+            });
+        if found.is_none() {
             self.stats.get_misses += 1;
-            return None;
-        };
-        let log = self.log.words_mut();
-        let len = log[w + 2] as usize;
-        for (i, chunk) in out[..len].chunks_mut(8).enumerate() {
-            chunk.copy_from_slice(&log[w + 3 + i].to_le_bytes()[..chunk.len()]);
         }
-        Some(len)
+        found
     }
 
     /// PUT: updates `key`'s value in place when it is in the store with the same length, else
@@ -232,82 +463,77 @@ impl Store {
                 value.len()
             )));
         }
-        self.stats.puts += 1;
-        if let Some(w) = self.find(key) {
-            let log = self.log.words_mut();
-            if log[w + 2] as usize == value.len() {
-                write_value(&mut log[w + 3..], value);
-                return Ok(());
+        let mut v = [0u8; MAX_VALUE];
+        v[..value.len()].copy_from_slice(value);
+        let mut stats = self.stats;
+        stats.puts += 1;
+        let (buckets, mut log, mask) = self.parts();
+        if let Some(bucket) = buckets.get_mut((u64::from(key.bucket()) & mask) as usize) {
+            let probe = scan(bucket, key.want());
+            if !log.update(probe, key, value.len(), &v) {
+                log.insert(bucket, probe, key, value.len(), &v, &mut stats);
             }
         }
-        self.insert(key, value);
+        self.geometry = log.g;
+        self.stats = stats;
         Ok(())
     }
 
-    /// Appends `key`'s item at the log head and takes an index slot for it: the slot of the
-    /// same tag (this key's older item, or a colliding key, which is lost), else a free one,
-    /// else slot `tag mod 8` of the full bucket (an eviction).
-    fn insert(&mut self, key: Key, value: &[u8]) {
-        // Never let an item run past the physical end: wrap to the next lap of the log instead.
-        if self.log_cap - (self.head & self.log_mask) < MAX_ITEM {
-            self.head = (self.head + self.log_cap) & !self.log_mask;
-            self.stats.log_wraps += 1;
-        }
-        let offset = self.head;
-        let w = ((offset & self.log_mask) / 8) as usize;
-        let log = self.log.words_mut();
-        log[w] = key.lo();
-        log[w + 1] = key.hi();
-        log[w + 2] = value.len() as u64;
-        write_value(&mut log[w + 3..], value);
-        self.head += 24 + value.len().next_multiple_of(8) as u64;
-
-        let b = self.bucket_of(key);
-        let tag = key.tag();
-        let index = self.index.words_mut();
-        let slots = &mut index[b..b + SLOTS];
-        let i = slots
-            .iter()
-            .position(|&s| s & IN_USE != 0 && (s >> LOG_BITS) & 0xffff == tag)
-            .or_else(|| slots.iter().position(|&s| s & IN_USE == 0))
-            .unwrap_or_else(|| {
-                self.stats.index_evictions += 1;
-                (tag % SLOTS as u64) as usize
-            });
-        slots[i] = IN_USE | (tag << LOG_BITS) | (offset & OFFSET_MASK);
-    }
-
-    /// Runs a batch in order (`resps[i]` answers `ops[i]`), prefetching every bucket first and
-    /// then every item the index points at, as MICA does. A PUT with a bad length is answered
-    /// with [`RESP_GET_FAIL`] and changes nothing.
+    /// Runs a batch (`resps[i]` answers `ops[i]`) with the result of running its operations one
+    /// by one in order, as MICA runs one: every bucket is prefetched first, then every item its
+    /// bucket points at, then the operations run on cache-resident lines. A PUT with a bad length
+    /// or an unknown opcode is answered with [`RESP_GET_FAIL`] and changes nothing.
     pub fn batch(&mut self, ops: &[Op], resps: &mut [Resp]) {
         let n = ops.len().min(resps.len());
-        for op in &ops[..n] {
-            let b = self.bucket_of(op.key);
-            prefetch(&self.index.words_mut()[b]);
+        for (ops, resps) in ops[..n]
+            .chunks(MAX_BATCH)
+            .zip(resps[..n].chunks_mut(MAX_BATCH))
+        {
+            self.batch_upto_max(ops, resps);
         }
-        for (op, r) in ops[..n].iter().zip(&mut resps[..n]) {
-            match op.opcode {
-                OP_GET => match self.get(op.key, &mut r.value) {
-                    Some(len) => {
-                        r.kind = RESP_GET_SUCCESS;
-                        r.len = len as u8;
-                    }
-                    None => {
-                        r.kind = RESP_GET_FAIL;
-                        r.len = 0;
-                    }
-                },
-                _ => {
-                    let len = (op.val_len as usize).min(MAX_VALUE);
-                    r.kind = match self.put(op.key, &op.value[..len]) {
-                        Ok(()) if op.opcode == OP_PUT => RESP_PUT_SUCCESS,
-                        _ => RESP_GET_FAIL,
-                    };
-                    r.len = 0;
+    }
+
+    #[inline(always)]
+    fn batch_upto_max(&mut self, ops: &[Op], resps: &mut [Resp]) {
+        let n = ops.len().min(resps.len()).min(MAX_BATCH);
+        let (ops, resps) = (&ops[..n], &mut resps[..n]);
+        let mut probes = [FULL; MAX_BATCH];
+        let mut stats = self.stats;
+        let (buckets, mut log, mask) = self.parts();
+        let bucket_of = |op: &Op| (u64::from(op.key.bucket()) & mask) as usize;
+        // The buckets, all at once.
+        for op in ops {
+            prefetch_ptr(buckets.as_ptr().wrapping_add(bucket_of(op)));
+        }
+        // The tags, and the items they point at (a small item may span two lines).
+        for (op, p) in ops.iter().zip(&mut probes) {
+            if let Some(bucket) = buckets.get(bucket_of(op)) {
+                *p = scan(bucket, op.key.want());
+                if is_hit(*p) {
+                    let item = log.bytes.as_ptr().wrapping_add((*p & log.g.mask) as usize);
+                    prefetch_ptr(item);
+                    prefetch_ptr(item.wrapping_add(64));
                 }
             }
         }
+        // The work, in order. Until the batch's first insert nothing has changed the index since
+        // the scans and their probes stand; after it, each is checked again (`rescan`: one slot
+        // read).
+        let mut work = ops.iter().zip(&probes[..n]).zip(resps.iter_mut());
+        for ((op, &probe), r) in work.by_ref() {
+            if run_one(op, probe, r, buckets, mask, &mut log, &mut stats) {
+                break;
+            }
+        }
+        for ((op, &probe), r) in work {
+            let probe = match buckets.get(bucket_of(op)) {
+                Some(bucket) => rescan(bucket, probe, op.key.want()),
+                None => FULL,
+            };
+            run_one(op, probe, r, buckets, mask, &mut log, &mut stats);
+        }
+        self.geometry = log.g;
+        self.stats = stats;
     }
 
     /// Inserts keys `Key::of(0 .. n)`, each with `val_len` bytes of [`value_of`]`(key, 0)`;
@@ -363,15 +589,6 @@ pub fn splitmix64(x: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
-}
-
-/// Packs `value` into words, little-endian.
-fn write_value(words: &mut [u64], value: &[u8]) {
-    for (i, chunk) in value.chunks(8).enumerate() {
-        let mut b = [0u8; 8];
-        b[..chunk.len()].copy_from_slice(chunk);
-        words[i] = u64::from_le_bytes(b);
-    }
 }
 
 #[cfg(test)]

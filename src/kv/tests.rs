@@ -232,3 +232,198 @@ fn splitmix64_is_the_reference_generator() {
     assert_eq!(splitmix64(0), 0xe220_a839_7b1d_cdaf);
     assert_eq!(splitmix64(SPLITMIX_GAMMA), 0x6e78_9e6a_a1b9_65f4);
 }
+
+fn op(opcode: u8, k: Key, value: &[u8]) -> Op {
+    let mut v = [0u8; MAX_VALUE];
+    v[..value.len()].copy_from_slice(value);
+    Op {
+        key: k,
+        opcode,
+        val_len: value.len() as u8,
+        value: v,
+    }
+}
+
+/// What one operation answers when run alone, through `get` and `put`.
+fn one_by_one(s: &mut Store, o: &Op) -> (u8, Vec<u8>) {
+    match o.opcode {
+        OP_GET => match get(s, o.key) {
+            Some(v) => (RESP_GET_SUCCESS, v),
+            None => (RESP_GET_FAIL, vec![]),
+        },
+        OP_PUT => match s.put(o.key, &o.value[..o.val_len as usize]) {
+            Ok(()) => (RESP_PUT_SUCCESS, vec![]),
+            Err(_) => (RESP_GET_FAIL, vec![]),
+        },
+        _ => (RESP_GET_FAIL, vec![]),
+    }
+}
+
+/// A batch answers exactly as its operations run one by one in order, misses included: the
+/// prefetch passes see the buckets before the batch's own inserts, the work pass must not. Few
+/// keys in few buckets and a small log, so batches are full of same-key and same-bucket pairs,
+/// evictions and wraps.
+#[test]
+fn a_batch_is_its_operations_run_in_order() {
+    for (seed, buckets, log, keys) in [
+        (11u64, 1usize, 4096usize, 12u64), // one bucket: evictions in nearly every batch
+        (12, 2, 4096, 40),
+        (13, 4, 8192, 9),
+        (14, 64, 4096, 300), // wraps: ~56 items per lap
+    ] {
+        let (mut batched, mut single) = (store(buckets, log), store(buckets, log));
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut resps = vec![Resp::default(); MAX_BATCH];
+        for round in 0..600 {
+            let ops: Vec<Op> = (0..1 + rng.next() % MAX_BATCH as u64)
+                .map(|_| {
+                    let k = Key::of(rng.next() % keys);
+                    let len = match rng.next() % 8 {
+                        0 => 1 + (rng.next() % MAX_VALUE as u64) as usize,
+                        _ => 8 + 8 * (rng.next() % 2) as usize, // mostly two lengths: in place
+                    };
+                    let v: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                    let code = match rng.next() % 16 {
+                        0 => 7,            // unknown: changes nothing
+                        1 => OP_PUT + 100, // unknown too
+                        2..=7 => OP_PUT,
+                        _ => OP_GET,
+                    };
+                    op(code, k, &v)
+                })
+                .collect();
+            batched.batch(&ops, &mut resps);
+            for (i, (o, r)) in ops.iter().zip(&resps).enumerate() {
+                let (kind, v) = one_by_one(&mut single, o);
+                assert_eq!(
+                    (r.kind, &r.value[..r.len as usize]),
+                    (kind, &v[..]),
+                    "seed {seed} round {round} op {i}: {o:?}"
+                );
+            }
+            assert_eq!(batched.stats, single.stats, "seed {seed} round {round}");
+        }
+        assert!(
+            batched.stats.index_evictions > 0 || batched.stats.log_wraps > 0,
+            "seed {seed}: {:?}",
+            batched.stats
+        );
+    }
+}
+
+#[test]
+fn in_one_batch_a_get_sees_the_puts_before_it_and_not_those_after() {
+    let mut s = store(16, 1 << 16);
+    let (k, other) = (Key::of(1), Key::of(2));
+    let ops = [
+        op(OP_GET, k, &[]),
+        op(OP_PUT, k, b"12345678"), // an insert
+        op(OP_GET, k, &[]),
+        op(OP_PUT, k, b"abcdefgh"), // in place
+        op(OP_GET, k, &[]),
+        op(OP_PUT, k, b"a longer value"), // a new item, the slot follows
+        op(OP_GET, k, &[]),
+        op(OP_PUT, k, &[]), // bad length: nothing changes
+        op(OP_GET, other, &[]),
+        op(OP_GET, k, &[]),
+    ];
+    let mut r = [Resp::default(); 10];
+    s.batch(&ops, &mut r);
+    let got: Vec<(u8, &[u8])> = r
+        .iter()
+        .map(|r| (r.kind, &r.value[..r.len as usize]))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (RESP_GET_FAIL, &b""[..]),
+            (RESP_PUT_SUCCESS, b""),
+            (RESP_GET_SUCCESS, b"12345678"),
+            (RESP_PUT_SUCCESS, b""),
+            (RESP_GET_SUCCESS, b"abcdefgh"),
+            (RESP_PUT_SUCCESS, b""),
+            (RESP_GET_SUCCESS, b"a longer value"),
+            (RESP_GET_FAIL, b""),
+            (RESP_GET_FAIL, b""),
+            (RESP_GET_SUCCESS, b"a longer value"),
+        ]
+    );
+    assert_eq!((s.stats.gets, s.stats.get_misses, s.stats.puts), (6, 2, 3));
+}
+
+#[test]
+fn an_eviction_and_a_wrap_inside_a_batch_turn_later_gets_into_misses() {
+    // A full bucket, then a ninth key evicts slot tag mod 8 in the batch that GETs its owner.
+    let mut s = store(4, 1 << 16);
+    let keys: Vec<Key> = (0..9).map(|t| key(2, 100 + t as u16, t)).collect();
+    for k in &keys[..8] {
+        s.put(*k, b"old").unwrap();
+    }
+    let ops = [
+        op(OP_GET, keys[4], &[]),
+        op(OP_PUT, keys[8], b"new"),
+        op(OP_GET, keys[4], &[]),
+        op(OP_GET, keys[8], &[]),
+    ];
+    let mut r = [Resp::default(); 4];
+    s.batch(&ops, &mut r);
+    let kinds: Vec<u8> = r.iter().map(|r| r.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            RESP_GET_SUCCESS,
+            RESP_PUT_SUCCESS,
+            RESP_GET_FAIL,
+            RESP_GET_SUCCESS
+        ]
+    );
+    assert_eq!(&r[0].value[..3], b"old");
+
+    // A 4 KiB log: a batch of inserts wraps it over the item a GET earlier in the batch read.
+    let mut s = store(1024, 4096);
+    let first = Key::of(0);
+    s.put(first, &[1; MAX_VALUE]).unwrap();
+    let mut ops = vec![op(OP_GET, first, &[])];
+    ops.extend((1..=30).map(|i| op(OP_PUT, Key::of(i), &[2; MAX_VALUE])));
+    ops.push(op(OP_GET, first, &[]));
+    let mut r = vec![Resp::default(); ops.len()];
+    s.batch(&ops, &mut r);
+    assert_eq!(
+        (r[0].kind, &r[0].value[..r[0].len as usize]),
+        (RESP_GET_SUCCESS, &[1u8; MAX_VALUE][..]),
+        "the GET before the wrap has the value as it was"
+    );
+    assert_eq!(s.stats.log_wraps, 0, "30 items fit before the first wrap");
+    let mut ops = vec![op(OP_GET, first, &[])];
+    ops.extend((31..=60).map(|i| op(OP_PUT, Key::of(i), &[3; MAX_VALUE])));
+    ops.push(op(OP_GET, first, &[]));
+    s.batch(&ops, &mut r);
+    assert_eq!(r[0].kind, RESP_GET_SUCCESS);
+    assert_eq!(&r[0].value[..MAX_VALUE], &[1u8; MAX_VALUE][..]);
+    assert!(s.stats.log_wraps >= 1);
+    assert_eq!(
+        r[31].kind, RESP_GET_FAIL,
+        "the head passed the first item in this batch"
+    );
+}
+
+#[test]
+fn a_batch_longer_than_max_batch_runs_whole_and_short_slices_answer_what_fits() {
+    let mut s = store(1 << 10, 1 << 20);
+    let ops: Vec<Op> = (0..100)
+        .map(|i| op(OP_PUT, Key::of(i), &[i as u8; 8]))
+        .collect();
+    let mut r = vec![Resp::default(); 100];
+    s.batch(&ops, &mut r);
+    assert!(r.iter().all(|r| r.kind == RESP_PUT_SUCCESS));
+    let gets: Vec<Op> = (0..100).map(|i| op(OP_GET, Key::of(i), &[])).collect();
+    let mut few = vec![Resp::default(); 40];
+    s.batch(&gets, &mut few);
+    for (i, r) in few.iter().enumerate() {
+        assert_eq!(&r.value[..r.len as usize], &[i as u8; 8], "key {i}");
+    }
+    assert_eq!(
+        s.stats.gets, 40,
+        "only the ops that have a response slot run"
+    );
+}

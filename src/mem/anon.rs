@@ -84,6 +84,14 @@ impl HugeBuffer {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<u64>(), self.len / 8) }
     }
 
+    /// The buffer as bytes, for the same data structures as [`words_mut`](Self::words_mut) (the
+    /// store's log) and safe for the same reason.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `len` bytes at `ptr` are mapped and initialised (as in `words_mut`); `&mut self`
+        // excludes every other access, the HCA's included (see `words_mut`).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
     /// The bytes.
     ///
     /// # Safety

@@ -143,16 +143,22 @@ pub(crate) unsafe fn atomic_u64_at<'a>(p: *mut u8) -> &'a std::sync::atomic::Ato
 /// without a prefetch instruction).
 #[inline(always)]
 pub fn prefetch<T>(r: &T) {
+    prefetch_ptr(r as *const T)
+}
+
+/// [`prefetch`] of an address that needs no reference: the hint neither reads through `p` nor
+/// faults, whatever `p` is (a hot loop prefetches the line an index points at without first
+/// checking that the index is in bounds).
+#[inline(always)]
+pub fn prefetch_ptr<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 only hints the cache; it cannot fault or change memory, and SSE is
-    // part of every x86_64 target.
+    // SAFETY: PREFETCHT0 only hints the cache; it cannot fault or change memory (not even for an
+    // unmapped address), and SSE is part of every x86_64 target.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (r as *const T).cast::<i8>(),
-        )
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+    let _ = p;
 }
 
 pub(crate) fn round_up(n: usize, to: usize) -> usize {
