@@ -455,3 +455,33 @@ fn help_explains_inputs_kinds_and_examples() {
         assert!(h.contains(want), "--help lacks {want:?}");
     }
 }
+
+#[test]
+fn a_runs_output_draws_one_bar_per_point() {
+    let ours = plot_ok(
+        &["../compare/ours-rw-tput-sender-write-32-pl16.json"],
+        "run.svg",
+        &[],
+    );
+    let t = texts(&parse(&ours));
+    for want in ["rw-tput-sender WRITE 32/16 x1", "0.0392", "Mops"] {
+        assert!(t.iter().any(|x| x == want), "text {want:?} in {t:?}");
+    }
+    let perftest = plot_ok(&["../compare/perftest-write-bw-s32.json"], "pt.svg", &[]);
+    let doc = parse(&perftest);
+    assert_eq!(count(&doc, "rect", "fill", 0), 1 + 1);
+    let t = texts(&doc);
+    assert!(t.iter().any(|x| x == "ib_write_bw WRITE 32/1"), "{t:?}");
+    // Latency only: no rate to draw as a bar.
+    let lat = plot(&[
+        s(&data("../compare/ours-write-lat-s8.txt")),
+        "-o",
+        s(&tmp("lat.svg")),
+    ]);
+    assert_eq!(lat.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&lat.stderr).contains("no rate (Mops) in it"),
+        "{}",
+        String::from_utf8_lossy(&lat.stderr)
+    );
+}
