@@ -8,27 +8,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
 
-echo "== lint (rustfmt, clippy -D warnings, the crate's [lints] table)"
+echo "== [$(date +%T)] lint (rustfmt, clippy -D warnings, the crate's [lints] table)"
 cargo fmt --check
 cargo clippy --all-targets --features device-tests -- -D warnings
 
-echo "== lint without librdmacm (the build an install without RDMA CM gets: -R refused)"
-RDMA_BENCH_NO_RDMACM=1 CARGO_TARGET_DIR=target/no-rdmacm cargo clippy --all-targets -- -D warnings
-
-echo "== compile-only: headers without ibv_wr_* / ibv_query_gid_ex (an rdma-core older than v24)"
-# The installed headers with the extended post API cut out (bench_scripts/old-verbs-headers.sh):
-# the cfg-gated code must build and lint clean, build.rs must say what is off, and --post-api wr
-# must be refused with one line. Debug profile: this is about compiling, not speed.
+echo "== [$(date +%T)] compile-only: an older, smaller install (headers without ibv_wr_* / ibv_query_gid_ex, as rdma-core < v24, and no librdmacm)"
+# The installed headers with the extended post API cut out (bench_scripts/old-verbs-headers.sh),
+# librdmacm left out: the cfg-gated code must build and lint clean, build.rs must say what is
+# off, and --post-api wr and -R must be refused with one line. Debug profile: this is about
+# compiling, not speed.
 old_inc=$(bench_scripts/old-verbs-headers.sh "$here/target/no-wr-api/include")
-old_env=(env RDMA_CORE_INCLUDE_DIR="$old_inc" CARGO_TARGET_DIR=target/no-wr-api)
+old_env=(env RDMA_CORE_INCLUDE_DIR="$old_inc" RDMA_BENCH_NO_RDMACM=1 CARGO_TARGET_DIR=target/no-wr-api)
 "${old_env[@]}" cargo clippy --all-targets --features device-tests -- -D warnings 2>&1 |
   tee target/no-wr-api/clippy.log
 grep -q "rdma-core headers lack ibv_wr_\*" target/no-wr-api/clippy.log ||
   { echo "test.sh: build.rs did not warn that ibv_wr_* is missing" >&2; exit 1; }
-"${old_env[@]}" cargo build --all-targets --features device-tests
-"${old_env[@]}" cargo test --test cli post_api_wr_without_the_wr_api 2>&1
+"${old_env[@]}" cargo test --test cli -- post_api_wr_without_the_wr_api rdma_cm_without_librdmacm --exact 2>&1
 
-echo "== build (profile ci: release without fat LTO; every target, one feature set, built once)"
+echo "== [$(date +%T)] build (profile ci: release without fat LTO; every target, one feature set, built once)"
 build_start=$SECONDS
 cargo build --profile ci --all-targets --features device-tests
 # test_bins KIND PREFIX: the test executables of kind lib or test whose target name starts with
@@ -49,7 +46,7 @@ mapfile -t all_tests < <(test_bins test "")
 mapfile -t unit < <(test_bins lib "")
 echo "build step: $((SECONDS - build_start)) s"
 
-echo "== host-only tests (unit tests, doc tests, and every test target but the device ones)"
+echo "== [$(date +%T)] host-only tests (unit tests, doc tests, and every test target but the device ones)"
 host_rc=0
 for t in "${unit[@]}" "${all_tests[@]}"; do
   case ${t%% *} in device_* | twonode_* | multinode_*) continue ;; esac
@@ -59,14 +56,14 @@ done
 cargo test --profile ci --features device-tests --doc 2>&1 || host_rc=1
 [ $host_rc = 0 ] || { echo "test.sh: host tests failed" >&2; exit 1; }
 
-echo "== device tests (built above)"
+echo "== [$(date +%T)] device tests (built above)"
 pick() { for t in "${all_tests[@]}"; do case ${t%% *} in "$1"*) echo "${t#* }" ;; esac; done; }
 mapfile -t bins < <(pick device_)
 mapfile -t twonode < <(pick twonode_)
 mapfile -t multinode < <(pick multinode_)
 [ ${#bins[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] && [ ${#multinode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
 
-echo "== rdma-core v55 from source (cached under ~/.cache/rdma-bench/rdma-core-55) and device tests against it (build)"
+echo "== [$(date +%T)] rdma-core v55 from source (cached under ~/.cache/rdma-bench/rdma-core-55) and device tests against it (build)"
 # The in-process verbs tests, the proof of which libibverbs is loaded, the RC/UC WRITE/READ
 # benchmarks and RDMA CM (ours on v55 against perftest on the distribution's rdma-core; not the
 # example benchmark, which `cargo test --test` does not build and which adds nothing ABI-wise), built
@@ -95,7 +92,7 @@ for line in sys.stdin:
   { cat target/v55-build.log >&2; echo "test.sh: the v55 device test binaries were not built" >&2; exit 1; }
 echo "v55 build step: $((SECONDS - v55_start)) s; $(ldd "${v55[0]%% *}" | grep libibverbs)"
 
-echo "== device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
+echo "== [$(date +%T)] device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
 # Each binary prints libtest's own "test result:" line; any failure fails the run.
 # After "--": the v55 binaries, each "PATH [libtest filter args]", in the same boot.
 bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
@@ -130,9 +127,9 @@ on_nodes() {
     exit $rc' "$label" "$@"
 }
 
-echo "== two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
+echo "== [$(date +%T)] two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
 on_nodes 2 twonode-tests -- "${twonode[@]}"
 
-echo "== three-node tests (three Soft-RoCE guests on one virtual Ethernet, sshd in each)"
+echo "== [$(date +%T)] three-node tests (three Soft-RoCE guests on one virtual Ethernet, sshd in each)"
 on_nodes 3 multinode-tests --sshd -- "${multinode[@]}"
-echo "== all tests passed"
+echo "== [$(date +%T)] all tests passed"

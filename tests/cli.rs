@@ -582,6 +582,25 @@ fn post_api_wr_without_the_wr_api() {
     );
 }
 
+/// A build without librdmacm (bench_scripts/test.sh builds one) refuses `-R` in one line before
+/// touching a device, naming what to install.
+#[cfg(not(has_rdmacm))]
+#[test]
+fn rdma_cm_without_librdmacm() {
+    let tool = env!("CARGO_BIN_EXE_rdma-bench");
+    for args in [&["write-bw", "-R"][..], &["send-lat", "-R", "127.0.0.1"]] {
+        let (code, err) = refuse(tool, args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.ends_with(
+                ": -R needs librdmacm, and this rdma-bench was built without it (install \
+                 librdmacm-dev or rdma-core-devel and rebuild)\n"
+            ),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// The descriptors are the one list of benchmarks: every one has a binary that explains itself
 /// and describes itself exactly as `rdma-bench list` does, the list's JSON names them all, and
 /// the suite's rows all name a benchmark of the list or a perftest tool.

@@ -77,16 +77,42 @@ fn wait(c: Child) -> Ran {
     }
 }
 
+/// Waits (30 s at most) until something listens on `port`: an RDMA CM id in LISTEN
+/// (`rdma res show cm_id`) with `cm`, else a TCP socket (`ss`). A fixed sleep is not enough when
+/// the guest's two cores are busy with the other test thread.
+fn wait_listening(port: u16, cm: bool) {
+    let (cmd, args): (&str, &[&str]) = if cm {
+        ("rdma", &["res", "show", "cm_id"])
+    } else {
+        ("ss", &["-ltnH"])
+    };
+    let needle = format!(":{port} ");
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        let out = Command::new(cmd)
+            .args(args)
+            .output()
+            .expect("iproute2 runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        if text
+            .lines()
+            .any(|l| l.contains("LISTEN") && (l.to_string() + " ").contains(&needle))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("nothing listens on port {port} after 30 s ({cmd} {args:?})");
+}
+
 /// Runs a server and its client; both must succeed.
 fn pair(tool: &str, server: Who, client: Who, args: &[&str]) -> (String, String) {
     let port = next_port();
     let s = command(server, tool, args, port, None).spawn().unwrap();
-    // perftest's client tries once: give its server time to listen.
-    std::thread::sleep(Duration::from_millis(if client == Who::Perftest {
-        700
-    } else {
-        0
-    }));
+    // perftest's client tries once: wait for its server to listen (ours retries on its own).
+    if client == Who::Perftest {
+        wait_listening(port, args.contains(&"-R"));
+    }
     let ip = env("RDMA_BENCH_IP");
     let c = command(client, tool, args, port, Some(&ip))
         .spawn()
