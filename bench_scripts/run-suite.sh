@@ -47,7 +47,9 @@ import csv, glob, json, os, sys
 out, count = sys.argv[1], int(sys.argv[2])
 # The table again, as CSV for `rdma-bench plot` and spreadsheets (empty cell: not measured).
 results = csv.writer(open(os.path.join(out, "results.csv"), "w", newline=""), lineterminator="\n")
-results.writerow(["bench", "role", "op", "size", "postlist", "mops", "lat_avg_us", "lat_median_us", "lat_p99_us", "flags"])
+# trusted: 1 when the run's counters vouch for it, 0 when they made it questionable (marked ?).
+results.writerow(["bench", "role", "op", "size", "postlist", "mops", "lat_avg_us", "lat_median_us", "lat_p99_us", "flags", "trusted"])
+questionable = False
 print(f"{'benchmark':<21} {'role':<7} {'op':<9} {'size':>5} {'postlist':>8} {'Mops':>9}  {'latency (avg/median/p99 us)':<28} flags")
 for n in range(1, count + 1):
     for log in sorted(glob.glob(os.path.join(out, f"{n}-*.log"))):
@@ -72,7 +74,8 @@ for n in range(1, count + 1):
                     mops = r["MsgRate"]
                 op = info["test"].split("_")[1].upper() if info["test"].startswith("RDMA") else info["test"].split("_")[0].upper()
                 rows.append({"bench": "rdma-bench " + os.path.basename(log)[:-4].split("-", 1)[1], "role": rl, "op": op,
-                             "size": r["MsgSize"], "postlist": info.get("Post_List", 1), "mops": mops})
+                             "size": r["MsgSize"], "postlist": info.get("Post_List", 1), "mops": mops,
+                             "trusted": o.get("trusted")})
             elif o.get("latency"):
                 # rw-postlist-latency's keys; one per role.
                 lat[o.get("role", role.lstrip("[").lower())] = o
@@ -87,10 +90,15 @@ for n in range(1, count + 1):
                 med = v["median_us"]
                 l = f"{avg:.1f}/{med:.1f}/{v['p99_us']:.1f}"
                 lat_cells = [f"{avg:.3f}", f"{med:.3f}", f"{v['p99_us']:.3f}"]
-            results.writerow([o["bench"], o["role"], o["op"], o["size"], o["postlist"], f"{o['mops']:.6f}", *lat_cells, extra])
-            print(f"{o['bench']:<21} {o['role']:<7} {o['op']:<9} {o['size']:>5} {o['postlist']:>8} {o['mops']:>9.4f}  {l:<28} {extra}")
+            trusted = {True: "1", False: "0"}.get(o.get("trusted"), "")
+            mark = "?" if trusted == "0" else " "
+            questionable = questionable or trusted == "0"
+            results.writerow([o["bench"], o["role"], o["op"], o["size"], o["postlist"], f"{o['mops']:.6f}", *lat_cells, extra, trusted])
+            print(f"{o['bench']:<21} {o['role']:<7} {o['op']:<9} {o['size']:>5} {o['postlist']:>8} {o['mops']:>9.4f}{mark} {l:<28} {extra}")
         if not rows:
             print(f"{os.path.basename(log):<21} (no summary: see {log})")
+if questionable:
+    print("? questionable: the fabric's counters moved during that run (retransmissions, RNR, link or fatal errors; its log's counters line says which)")
 PY
 
 echo

@@ -149,7 +149,7 @@ fn json_output_has_values_and_ratios() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(
         out,
-        r#"{"metric":"lat_p99_us","unit":"us","lower_is_better":true,"files":["perftest","ours"],"rows":[{"op":"WRITE","size":8,"postlist":1,"threads":null,"values":[14582.68,15552.052969],"ratios":[0.937669]}]}
+        r#"{"metric":"lat_p99_us","unit":"us","lower_is_better":true,"files":["perftest","ours"],"rows":[{"op":"WRITE","size":8,"postlist":1,"threads":null,"values":[14582.68,15552.052969],"trusted":[null,null],"ratios":[0.937669]}]}
 "#
     );
 }

@@ -485,3 +485,38 @@ fn a_runs_output_draws_one_bar_per_point() {
         String::from_utf8_lossy(&lat.stderr)
     );
 }
+
+/// Points and bars whose runs' counters moved are marked `?`, with a legend entry saying why;
+/// clean inputs get neither.
+#[test]
+fn questionable_points_and_bars_are_marked() {
+    let legend = "? questionable: the fabric's counters moved (retransmissions, RNR, link)";
+    let mut sweep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data("ours-size.json")).unwrap()).unwrap();
+    sweep["points"][1]["untrusted"] = serde_json::json!(2);
+    let file = tmp("lossy-size.json");
+    std::fs::write(&file, sweep.to_string()).unwrap();
+    let svg = plot_ok(&[s(&file)], "lossy.svg", &["--metric", "mops"]);
+    let t = texts(&parse(&svg));
+    assert_eq!(t.iter().filter(|x| *x == "?").count(), 1, "{t:?}");
+    assert!(t.iter().any(|x| x == legend), "{t:?}");
+    let clean = plot_ok(&["ours-size.json"], "clean.svg", &["--metric", "mops"]);
+    assert!(!texts(&parse(&clean))
+        .iter()
+        .any(|x| x == "?" || x == legend));
+
+    let csv = tmp("results-lossy.csv");
+    std::fs::write(
+        &csv,
+        "bench,role,op,size,postlist,mops,lat_avg_us,lat_median_us,lat_p99_us,flags,trusted\n\
+         rw-tput-sender,server,WRITE,32,1,2.5,,,,,1\n\
+         rw-tput-sender,server,READ,32,1,1.5,,,,,0\n",
+    )
+    .unwrap();
+    let t = texts(&parse(&plot_ok(&[s(&csv)], "lossy-bars.svg", &[])));
+    assert!(
+        t.iter().any(|x| x == "2.5") && t.iter().any(|x| x == "1.5?"),
+        "{t:?}"
+    );
+    assert!(t.iter().any(|x| x == legend), "{t:?}");
+}

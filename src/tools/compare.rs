@@ -19,6 +19,10 @@ both files know it: our `rw-tput-sender --do-read 0` WRITE meets perftest's ib_w
 original's rw-tput-sender. A file that says nothing of its shape (a text summary) matches the
 first row. A point missing from a file shows –.
 
+A value marked `?` is questionable: the fabric's counters moved during its run (retransmissions,
+RNR, link or fatal errors; the run's `counters` line says which), so its ratios are marked too; the
+JSON has `trusted` per value (null where the file does not say).
+
 Ratios: each file against the FIRST. For rates (mops, bw_mbps) the ratio is file / first; for
 latencies (lat_*), where lower is better, it is first / file, so that a ratio above 1 always means
 the file did better than the first, and --fail-below means the same for every metric.
@@ -56,6 +60,8 @@ pub struct Row {
     pub key: Key,
     /// Per file, its value (None: no such point there).
     pub values: Vec<Option<f64>>,
+    /// Per file, whether its run's counters vouch for the value (None: the file does not say).
+    pub trusted: Vec<Option<bool>>,
 }
 
 impl Row {
@@ -72,6 +78,12 @@ impl Row {
             (b, a)
         };
         (den != 0.0).then(|| num / den)
+    }
+
+    /// True when file `i`'s value, or (for a ratio) the first file's, is questionable.
+    fn questionable(&self, i: usize) -> bool {
+        let bad = |j: usize| self.trusted.get(j).copied().flatten() == Some(false);
+        bad(i) || (i > 0 && bad(0))
     }
 }
 
@@ -97,14 +109,18 @@ pub fn match_points(files: &[Vec<Point>], metric: Metric) -> Vec<Row> {
             {
                 Some(r) => {
                     r.values[i] = Some(v);
+                    r.trusted[i] = p.trusted;
                     merge_key(&mut r.key, &p.key);
                 }
                 None => {
                     let mut values = vec![None; files.len()];
+                    let mut trusted = vec![None; files.len()];
                     values[i] = Some(v);
+                    trusted[i] = p.trusted;
                     rows.push(Row {
                         key: p.key.clone(),
                         values,
+                        trusted,
                     });
                 }
             }
@@ -158,15 +174,30 @@ pub fn table(labels: &[String], metric: Metric, rows: &[Row]) -> String {
             .filter(|(_, on)| *on)
             .map(|(k, _)| k)
             .collect();
-        line.extend(r.values.iter().map(|v| cell(*v)));
+        let mark = |i: usize| if r.questionable(i) { "?" } else { "" };
+        line.extend(r.values.iter().enumerate().map(|(i, v)| match v {
+            Some(_) => format!("{}{}", cell(*v), mark(i)),
+            None => cell(None),
+        }));
         line.extend((1..labels.len()).map(|i| {
             r.ratio(i, metric)
-                .map_or("–".to_string(), |x| format!("{x:.3}"))
+                .map_or("–".to_string(), |x| format!("{x:.3}{}", mark(i)))
         }));
         out.push(line);
     }
-    crate::tools::sweep::align(&out)
+    let mut text = crate::tools::sweep::align(&out);
+    if rows
+        .iter()
+        .any(|r| (0..labels.len()).any(|i| r.questionable(i)))
+    {
+        text.push_str(QUESTIONABLE_LEGEND);
+    }
+    text
 }
+
+/// Under a table with `?` marks.
+const QUESTIONABLE_LEGEND: &str = "? questionable: the fabric's counters moved during that \
+run (retransmissions, RNR, link or fatal errors; its counters line says which)\n";
 
 /// Six decimals, as the sweep's files.
 fn round6(x: f64) -> f64 {
@@ -181,6 +212,7 @@ pub fn json_doc(labels: &[String], metric: Metric, rows: &[Row]) -> String {
             json!({"op": r.key.op, "size": r.key.size, "postlist": r.key.postlist,
                 "threads": r.key.threads,
                 "values": r.values.iter().map(|v| v.map(round6)).collect::<Vec<_>>(),
+                "trusted": r.trusted,
                 "ratios": (1..labels.len()).map(|i| r.ratio(i, metric).map(round6)).collect::<Vec<_>>()})
         })
         .collect();
@@ -221,9 +253,14 @@ pub fn first_below(labels: &[String], metric: Metric, rows: &[Row], limit: f64) 
     let (r, i, x) = below.next()?;
     let more = below.count();
     Some(format!(
-        "{}/{} = {x:.3} at {} is below --fail-below {limit}{}",
+        "{}/{} = {x:.3}{} at {} is below --fail-below {limit}{}",
         labels[i],
         labels[0],
+        if r.questionable(i) {
+            " (questionable: the fabric's counters moved)"
+        } else {
+            ""
+        },
         describe(&r.key),
         if more > 0 {
             format!(" (and {more} more)")
@@ -347,5 +384,39 @@ READ   32    4         1        –                1.500        –             
         // Gb/s (10^9 bits) become MB/s (2^20 bytes).
         let bw = match_points(&files[2..], Metric::BwMbps);
         assert!((bw[0].values[0].unwrap() - 0.5e9 / 8.0 / 1048576.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_questionable_run_is_marked_with_its_ratios() {
+        let clean = r#"{"bench":"rw-tput-sender","role":"server","op":"WRITE","size":32,"postlist":1,"summary":true,"ok":true,"threads":1,"mops":2.0,"trusted":true}"#;
+        let lossy = r#"{"bench":"rw-tput-sender","role":"server","op":"WRITE","size":32,"postlist":1,"summary":true,"ok":true,"threads":1,"mops":1.0,"trusted":false}"#;
+        let files = [points(&parse(clean)), points(&parse(lossy))];
+        let rows = match_points(&files, Metric::Mops);
+        assert_eq!(rows[0].trusted, [Some(true), Some(false)]);
+        let labels = ["clean".to_string(), "lossy".into()];
+        let t = table(&labels, Metric::Mops, &rows);
+        assert_eq!(
+            t,
+            format!(
+                "\
+op     size  postlist  threads  clean [Mops]  lossy [Mops]  lossy/clean
+WRITE  32    1         1        2.000         1.000?        0.500?
+{QUESTIONABLE_LEGEND}"
+            )
+        );
+        let j: Value = serde_json::from_str(&json_doc(&labels, Metric::Mops, &rows)).unwrap();
+        assert_eq!(j["rows"][0]["trusted"], json!([true, false]));
+        assert!(first_below(&labels, Metric::Mops, &rows, 0.9)
+            .unwrap()
+            .contains("0.500 (questionable: the fabric's counters moved) at WRITE"));
+        // Files that say nothing of it are not marked.
+        let rows = match_points(
+            &[points(&parse(
+                clean.replace(",\"trusted\":true", "").as_str(),
+            ))],
+            Metric::Mops,
+        );
+        assert_eq!(rows[0].trusted, [None]);
+        assert!(!table(&labels[..1], Metric::Mops, &rows).contains('?'));
     }
 }

@@ -61,6 +61,8 @@ pub struct Pt {
     pub y: f64,
     /// Lower and upper end of the error bar.
     pub err: Option<(f64, f64)>,
+    /// A repetition behind it was questionable (the fabric's counters moved).
+    pub questionable: bool,
 }
 
 /// One line of a chart.
@@ -98,6 +100,8 @@ pub struct Bars {
     pub rows: Vec<String>,
     /// Per file: legend text and Mops per row (None = the file lacks that row).
     pub series: Vec<(String, Vec<Option<f64>>)>,
+    /// Per file and row: the run's counters made that bar questionable.
+    pub questionable: Vec<Vec<bool>>,
 }
 
 /// What `plot` draws.
@@ -177,10 +181,19 @@ fn bars(suites: Vec<(String, Vec<super::input::SuiteRow>)>, c: &Choice) -> Resul
             (l.clone(), v)
         })
         .collect();
+    let questionable = suites
+        .iter()
+        .map(|(_, rs)| {
+            rows.iter()
+                .map(|name| rs.iter().any(|r| &r.label == name && r.questionable))
+                .collect()
+        })
+        .collect();
     Ok(Chart::Bars(Bars {
         title,
         rows,
         series,
+        questionable,
     }))
 }
 
@@ -295,6 +308,7 @@ fn sweep_series(s: &Sweep, x: &str, metrics: &[String], err: ErrSpan) -> Result<
                     x: xv,
                     y: st.median,
                     err: span(st, err),
+                    questionable: p.untrusted > 0,
                 });
             }
             pts.sort_by(|a, b| a.x.total_cmp(&b.x));

@@ -25,6 +25,12 @@ pub const PALETTE: [RGBColor; 10] = [
     RGBColor(0xba, 0xb0, 0xac),
 ];
 
+/// What marks a questionable point or bar: its run's counters moved.
+const QUESTIONABLE_MARK: &str = "?";
+/// The legend entry that explains the mark.
+const QUESTIONABLE_LEGEND: &str =
+    "? questionable: the fabric's counters moved (retransmissions, RNR, link)";
+
 const FONT: &str = "sans-serif";
 
 /// Series `i`'s colour.
@@ -206,11 +212,33 @@ fn lines(l: &Lines, out: &mut String) -> Result<()> {
         chart
             .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
             .map_err(fail)?;
+        // A questionable point (its counters moved) gets a ring and a `?`.
+        let marked = || s.points.iter().filter(|p| p.questionable);
+        chart
+            .draw_series(marked().map(|p| Circle::new((tx(p.x), p.y), 7, c.stroke_width(2))))
+            .map_err(fail)?;
+        let mark_style = TextStyle::from((FONT, 13)).pos(Pos::new(HPos::Left, VPos::Bottom));
+        chart
+            .draw_series(
+                marked().map(|p| Text::new(QUESTIONABLE_MARK, (tx(p.x), p.y), mark_style.clone())),
+            )
+            .map_err(fail)?;
         let bars = s.points.iter().filter_map(|p| {
             p.err
                 .map(|(lo, hi)| ErrorBar::new_vertical(tx(p.x), lo, p.y, hi, c.stroke_width(1), 8))
         });
         chart.draw_series(bars).map_err(fail)?;
+    }
+    if l.series
+        .iter()
+        .flat_map(|s| &s.points)
+        .any(|p| p.questionable)
+    {
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(fail)?
+            .label(QUESTIONABLE_LEGEND)
+            .legend(|(x, y)| Circle::new((x + 11, y), 6, BLACK.stroke_width(2)));
     }
     chart
         .configure_series_labels()
@@ -274,11 +302,22 @@ fn bars(b: &Bars, out: &mut String) -> Result<()> {
     let value_style = TextStyle::from((FONT, 11)).pos(Pos::new(HPos::Left, VPos::Center));
     for (j, (label, values)) in b.series.iter().enumerate() {
         let c = color(j);
+        let questionable = |i: usize| b.questionable.get(j).and_then(|q| q.get(i)) == Some(&true);
         let rect = |(i, v): (usize, &Option<f64>)| {
             let top = (n - i) as f64 - 0.1 - band * j as f64;
             v.map(|v| (v, top - band, top))
         };
         let spans: Vec<(f64, f64, f64)> = values.iter().enumerate().filter_map(rect).collect();
+        let marks: Vec<&str> = (0..values.len())
+            .filter(|&i| values[i].is_some())
+            .map(|i| {
+                if questionable(i) {
+                    QUESTIONABLE_MARK
+                } else {
+                    ""
+                }
+            })
+            .collect();
         chart
             .draw_series(
                 spans
@@ -289,14 +328,21 @@ fn bars(b: &Bars, out: &mut String) -> Result<()> {
             .label(label.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         chart
-            .draw_series(spans.iter().map(|&(v, y0, y1)| {
+            .draw_series(spans.iter().zip(&marks).map(|(&(v, y0, y1), mark)| {
                 Text::new(
-                    format!("\u{a0}{}", fmt_num(v)),
+                    format!("\u{a0}{}{mark}", fmt_num(v)),
                     (v, (y0 + y1) / 2.0),
                     value_style.clone(),
                 )
             }))
             .map_err(fail)?;
+    }
+    if b.questionable.iter().flatten().any(|&q| q) {
+        chart
+            .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
+            .map_err(fail)?
+            .label(QUESTIONABLE_LEGEND)
+            .legend(|(x, y)| Text::new(QUESTIONABLE_MARK, (x, y - 7), (FONT, 14)));
     }
     chart
         .configure_series_labels()

@@ -99,7 +99,11 @@ fn run_rows(text: &str, stem: &str) -> std::result::Result<Vec<SuiteRow>, String
             } else {
                 label
             };
-            Some(SuiteRow { label, mops })
+            Some(SuiteRow {
+                label,
+                mops,
+                questionable: p.trusted == Some(false),
+            })
         })
         .collect();
     if rows.is_empty() {

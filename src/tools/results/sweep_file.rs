@@ -64,6 +64,8 @@ pub struct SuiteRow {
     pub label: String,
     /// Million operations per second.
     pub mops: f64,
+    /// The run's counters made it questionable (results.csv's `trusted` is 0).
+    pub questionable: bool,
 }
 
 const SUITE_HEADER: &[&str] = &["bench", "role", "op", "size", "postlist", "mops"];
@@ -271,18 +273,19 @@ pub fn parse_sweep_csv(text: &str, stem: &str) -> Result<Vec<Sweep>, String> {
 /// Bars with the same label (the same benchmark, role, op and shape run with other flags, or
 /// two processes of one run) are told apart by the flags that differ among them, else by their
 /// order: `herd client WRITE 58/1 --update-percentage 50`, `rc-swarm worker READ 32/1 #2`.
-fn distinct_labels(rows: Vec<(String, String, f64)>) -> Vec<SuiteRow> {
+fn distinct_labels(rows: Vec<(String, String, f64, bool)>) -> Vec<SuiteRow> {
     let pairs = |flags: &str| -> Vec<String> {
         let w: Vec<&str> = flags.split_whitespace().collect();
         w.chunks(2).map(|c| c.join(" ")).collect()
     };
     let mut out = Vec::with_capacity(rows.len());
-    for (i, (label, flags, mops)) in rows.iter().enumerate() {
+    for (i, (label, flags, mops, questionable)) in rows.iter().enumerate() {
         let same: Vec<usize> = (0..rows.len()).filter(|&j| rows[j].0 == *label).collect();
         if same.len() == 1 {
             out.push(SuiteRow {
                 label: label.clone(),
                 mops: *mops,
+                questionable: *questionable,
             });
             continue;
         }
@@ -296,7 +299,11 @@ fn distinct_labels(rows: Vec<(String, String, f64)>) -> Vec<SuiteRow> {
         } else {
             format!("{label} {}", differ.join(" "))
         };
-        out.push(SuiteRow { label, mops: *mops });
+        out.push(SuiteRow {
+            label,
+            mops: *mops,
+            questionable: *questionable,
+        });
     }
     out
 }
@@ -331,7 +338,10 @@ pub fn parse_suite(text: &str) -> Result<Vec<SuiteRow>, String> {
             .copied()
             .collect::<Vec<_>>()
             .join(" ");
-        rows.push((label, c.get(9).map_or("", |f| f.trim()).to_string(), mops));
+        let flags = c.get(9).map_or("", |f| f.trim()).to_string();
+        // `trusted` (column 11, newer suites): 0 when the run's counters moved.
+        let questionable = c.get(10).is_some_and(|t| t.trim() == "0");
+        rows.push((label, flags, mops, questionable));
     }
     Ok(distinct_labels(rows))
 }
@@ -417,8 +427,8 @@ mod tests {
     fn suite_rows_with_one_label_are_told_apart() {
         let csv = "bench,role,op,size,postlist,mops,lat_avg_us,lat_median_us,lat_p99_us,flags
 herd,worker,SEND,32,1,0.0124,,,,--num-workers 1 --update-percentage 0
-herd,worker,SEND,32,1,0.0125,,,,--num-workers 1 --update-percentage 5
-rc-swarm,worker,READ,32,1,0.0123,,,,--num-threads 1
+herd,worker,SEND,32,1,0.0125,,,,--num-workers 1 --update-percentage 5,0
+rc-swarm,worker,READ,32,1,0.0123,,,,--num-threads 1,1
 rc-swarm,worker,READ,32,1,0.0125,,,,--num-threads 1
 ";
         let rows = parse_suite(csv).unwrap();
@@ -432,6 +442,8 @@ rc-swarm,worker,READ,32,1,0.0125,,,,--num-threads 1
                 "rc-swarm worker READ 32/1 #2",
             ]
         );
+        let questionable: Vec<bool> = rows.iter().map(|r| r.questionable).collect();
+        assert_eq!(questionable, [false, true, false, false]);
     }
 
     #[test]
