@@ -91,6 +91,10 @@ pub struct CommonArgs {
         value_name = "SECS"
     )]
     pub connect_timeout: u64,
+    /// RC's local ACK timeout exponent: each try waits 4.096 µs × 2^N, 7 retries (libhrd's 14:
+    /// about 67 ms a try, half a second in all; 18 rides out a 3 s link flap; 0 waits forever)
+    #[arg(long, alias = "qp_timeout", default_value_t = crate::verbs::defaults::TIMEOUT, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=31))]
+    pub qp_timeout: u8,
     /// Stability mode: every SECS seconds, write each counting thread's rate over the interval
     /// to --stats-file, and judge drift at the end [default with --stats-file: 1]
     #[arg(long, alias = "stats_interval", value_name = "SECS", value_parser = positive_secs, requires = "stats_file")]
@@ -160,6 +164,7 @@ impl CommonArgs {
     /// Opens the port of libhrd's `port_index` (on `--device` if given) with `--gid-index`.
     pub fn open_port(&self, port_index: usize) -> Result<Port> {
         Port::open_by(self.device.as_deref(), port_index, self.gid_index)
+            .map(|p| p.with_ack_timeout(self.qp_timeout))
     }
     /// Checks the common flags.
     pub fn check(&self) -> Result<()> {

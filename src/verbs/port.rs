@@ -14,6 +14,7 @@ pub struct Port {
     attr: PortAttr,
     gid_index: u32,
     gid: Gid,
+    ack_timeout: u8,
 }
 
 impl Port {
@@ -63,7 +64,22 @@ impl Port {
             attr,
             gid_index,
             gid,
+            ack_timeout: super::defaults::TIMEOUT,
         })
+    }
+
+    /// The local ACK timeout exponent (4.096 µs × 2^t per try; libhrd's 14 by default) that RC
+    /// QPs on this port connect with ([`crate::verbs::QueuePair::connect`]).
+    pub fn with_ack_timeout(self, t: u8) -> Port {
+        Port {
+            ack_timeout: t,
+            ..self
+        }
+    }
+
+    /// See [`Port::with_ack_timeout`].
+    pub fn ack_timeout(&self) -> u8 {
+        self.ack_timeout
     }
 
     /// Opens a device by name (or the `port_index`-th ACTIVE port when `device` is None) and its port.

@@ -117,6 +117,11 @@ fn connect(a: &Args, swarm: &Swarm, ctx: &ThreadCtx<'_>) -> Result<Connected> {
     let params = ConnectParams {
         max_rd_atomic: a.max_rd_atomic,
         max_dest_rd_atomic: a.max_rd_atomic,
+        timeout: conn
+            .first()
+            .map_or(ConnectParams::default().timeout, |(qp, ..)| {
+                qp.port().ack_timeout()
+            }),
         ..ConnectParams::default()
     };
     let reg = swarm.registry();

@@ -369,9 +369,14 @@ impl QueuePair {
         self.modify(&attr, mask)
     }
 
-    /// Connects an RC or UC QP to `remote`: INIT→RTR→RTS with libhrd's parameters.
+    /// Connects an RC or UC QP to `remote`: INIT→RTR→RTS with libhrd's parameters and the
+    /// port's ACK timeout ([`Port::with_ack_timeout`]).
     pub fn connect(&mut self, remote: &QpInfo) -> Result<()> {
-        self.connect_with(remote, &ConnectParams::default())
+        let p = ConnectParams {
+            timeout: self.port.ack_timeout(),
+            ..ConnectParams::default()
+        };
+        self.connect_with(remote, &p)
     }
 
     /// Connects an RC or UC QP to `remote` with explicit parameters (perftest's tools: the path
