@@ -70,6 +70,17 @@ pub enum Error {
     },
     /// A stop was requested (SIGINT/SIGTERM) before there was anything to measure.
     Stopped(String),
+    /// A server told to expect N peers saw fewer come before it was stopped or gave up (the
+    /// message says which did not): exit code 5.
+    Incomplete(String),
+    /// An error and what the fabric saw meanwhile ("the link of rxe0:1 went DOWN at 7.2 s"):
+    /// exits as the error does.
+    Noted {
+        /// The error.
+        error: Box<Error>,
+        /// What the port states and counters add.
+        note: String,
+    },
 }
 
 impl Error {
@@ -85,6 +96,14 @@ impl Error {
             verb,
             errno,
             hint: hint_for(verb, errno),
+        }
+    }
+
+    /// This error with `note` after it (see [`Error::Noted`]).
+    pub(crate) fn noted(self, note: impl Into<String>) -> Self {
+        Error::Noted {
+            error: Box::new(self),
+            note: note.into(),
         }
     }
 
@@ -113,27 +132,33 @@ impl Error {
     }
 
     /// The process exit code for this failure (documented in the README): 1 setup failure,
-    /// 3 peer lost, 4 verification failed, 130 stopped before anything was measured (2 is
-    /// clap's, for usage errors).
+    /// 3 peer lost, 4 verification failed, 5 expected peers did not all come, 130 stopped before
+    /// anything was measured (2 is clap's, for usage errors).
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::PeerLost { .. } => 3,
             Error::Verify(_) => 4,
             Error::Stopped(_) => 130,
+            Error::Incomplete(_) => 5,
             Error::Usage(_) => 2,
+            Error::Noted { error, .. } => error.exit_code(),
             _ => 1,
         }
     }
 
     /// True for a [`Error::Timeout`].
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Error::Timeout { .. })
+        match self {
+            Error::Noted { error, .. } => error.is_timeout(),
+            e => matches!(e, Error::Timeout { .. }),
+        }
     }
 
     /// The status of a completion error, if this is one.
     pub fn completion_status(&self) -> Option<WcStatus> {
         match self {
             Error::Completion { status, .. } => Some(*status),
+            Error::Noted { error, .. } => error.completion_status(),
             _ => None,
         }
     }
@@ -317,9 +342,11 @@ impl fmt::Display for Error {
                 "work completion error: {status} (status {}, opcode {opcode}, wr_id {wr_id}, vendor_err {vendor_err:#x})",
                 status.raw()
             ),
-            Error::Config(msg) | Error::Usage(msg) | Error::Protocol(msg) | Error::Stopped(msg) => {
-                f.write_str(msg)
-            }
+            Error::Config(msg)
+            | Error::Usage(msg)
+            | Error::Protocol(msg)
+            | Error::Stopped(msg)
+            | Error::Incomplete(msg) => f.write_str(msg),
             Error::PeerLost { peer, what } => write!(f, "peer {peer} is gone: {what}"),
             Error::Verify(msg) => write!(f, "verify: {msg}"),
             Error::Timeout { what, after, hint } => {
@@ -341,6 +368,7 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Error::Noted { error, note } => write!(f, "{error}; {note}"),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memcached::Memcached;
-use rdma_bench::registry::{now_ms, Registry, WaitOptions};
+use rdma_bench::registry::{now_ms, Registry, Tended, WaitOptions, GRACE};
 use rdma_bench::verbs::QpInfo;
 
 fn info(qpn: u32) -> QpInfo {
@@ -36,6 +36,21 @@ fn quick(timeout_ms: u64) -> WaitOptions {
 }
 
 /// Writes a raw value under `key`, bypassing our encoder.
+/// One heartbeat: nothing lost, the registry answers.
+fn tend_fine() {
+    match rdma_bench::registry::tend() {
+        Tended::Fine | Tended::Back(_) => {}
+        other => panic!("tend: {other:?}"),
+    }
+}
+
+/// `tend` looks at every registry of the process: the tests that watch peers or stop a registry
+/// take turns, so that one's loss is not another's.
+fn watching() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn raw_set(m: &Memcached, key: &str, value: &[u8]) {
     let mut s = TcpStream::connect(m.addr()).unwrap();
     s.write_all(format!("set {key} 0 0 {}\r\n", value.len()).as_bytes())
@@ -271,6 +286,7 @@ fn expiring_child() {
 
 #[test]
 fn a_killed_owners_entries_expire_and_a_live_owners_do_not() {
+    let _turn = watching();
     let m = Memcached::start();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "expiring_child", "--ignored", "--nocapture"])
@@ -295,7 +311,7 @@ fn a_killed_owners_entries_expire_and_a_live_owners_do_not() {
     assert!(me.lookup("victim").unwrap().is_some(), "not expired yet");
     let t0 = Instant::now();
     while me.lookup("victim").unwrap().is_some() {
-        rdma_bench::registry::tend().unwrap();
+        tend_fine();
         assert!(
             t0.elapsed() < Duration::from_secs(u64::from(rdma_bench::registry::ENTRY_TTL_S) + 2),
             "a killed owner's entry outlived its TTL"
@@ -308,12 +324,15 @@ fn a_killed_owners_entries_expire_and_a_live_owners_do_not() {
     );
     // Our own entry, tended all along, outlived the TTL.
     std::thread::sleep(Duration::from_millis(1500));
-    rdma_bench::registry::tend().unwrap();
+    tend_fine();
     assert!(me.lookup("survivor").unwrap().is_some());
 }
 
+/// The peer's entry is gone (here: deleted) and it left no done marker: after the grace a late
+/// heartbeat gets, it is lost; one that said done is not.
 #[test]
 fn a_watched_peer_that_leaves_without_done_is_lost_and_one_that_says_done_is_not() {
+    let _turn = watching();
     let m = Memcached::start();
     let me = Registry::connect(Some(&m.addr())).unwrap();
     let peer = Registry::connect(Some(&m.addr())).unwrap();
@@ -322,29 +341,135 @@ fn a_watched_peer_that_leaves_without_done_is_lost_and_one_that_says_done_is_not
     let run = peer.run_id();
     let w0 = me.watch("server-0", run, "server-0");
     let _w1 = me.watch("server-1", run, "server-1");
-    rdma_bench::registry::tend().unwrap();
+    tend_fine();
     peer.publish_done("server-1").unwrap();
     drop(peer); // deletes both entries; only server-1 said done
-                // Peers are looked up every 2 s: the loss shows within a few.
     let t0 = Instant::now();
     let e = loop {
-        if let Err(e) = rdma_bench::registry::tend() {
-            break e;
+        match rdma_bench::registry::tend() {
+            Tended::PeerGone(e) => break e,
+            Tended::Fine => {}
+            other => panic!("{other:?}"),
         }
         assert!(
-            t0.elapsed() < Duration::from_secs(5),
+            t0.elapsed() < GRACE + Duration::from_secs(5),
             "the lost peer went unnoticed"
         );
         std::thread::sleep(Duration::from_millis(100));
     };
+    assert!(
+        t0.elapsed() >= GRACE,
+        "lost before the grace: {:?}",
+        t0.elapsed()
+    );
     assert_eq!(e.exit_code(), 3, "{e}");
-    assert!(e.to_string().starts_with("peer server-0 is gone: "), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("peer server-0 is gone: its registry entry expired"),
+        "{e}"
+    );
     drop(w0);
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_millis(2500) {
-        rdma_bench::registry::tend().unwrap(); // server-1 said done: not lost
+        tend_fine(); // server-1 said done: not lost
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A peer whose heartbeat stops for a while (a starved process, a flapping link) is not lost
+/// when its entry comes back within the grace; one that failed says why at once.
+#[test]
+fn a_late_heartbeat_is_forgiven_and_a_failure_marker_is_not() {
+    let _turn = watching();
+    let m = Memcached::start();
+    let me = Registry::connect(Some(&m.addr())).unwrap();
+    let peer = Registry::connect(Some(&m.addr())).unwrap();
+    peer.publish("client-0", &info(1)).unwrap();
+    let w = me.watch("client-0", peer.run_id(), "client-0");
+    tend_fine();
+    // Gone for 5 s (longer than the checks' period), then back with the same run id.
+    peer.unpublish_all();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5) {
+        tend_fine();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    peer.publish("client-0", &info(1)).unwrap();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(3) {
+        tend_fine();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(w);
+    // A failure marker (what a failing run leaves) ends the watch within one check.
+    let w = me.watch("client-0", peer.run_id(), "client-0");
+    raw_set(
+        &m,
+        &format!("failed-{:016x}", peer.run_id()),
+        b"work completion error: transport retry counter exceeded",
+    );
+    let t0 = Instant::now();
+    let e = loop {
+        if let Tended::PeerGone(e) = rdma_bench::registry::tend() {
+            break e;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(4),
+            "the failure went unnoticed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        e.to_string(),
+        "peer client-0 is gone: it failed: work completion error: transport retry counter exceeded"
+    );
+    drop(w);
+}
+
+/// The registry stops answering mid-run: `tend` says so once (the run goes on), and when it
+/// answers again (restarted, empty) our entries are published again.
+#[test]
+fn a_registry_outage_is_survived_and_our_entries_come_back() {
+    let _turn = watching();
+    let mut m = Memcached::start();
+    let me = Registry::connect(Some(&m.addr())).unwrap();
+    me.publish("server-0", &info(7)).unwrap();
+    let port = m.port;
+    m.stop();
+    let t0 = Instant::now();
+    let mut firsts = 0;
+    while t0.elapsed() < Duration::from_secs(6) {
+        match rdma_bench::registry::tend() {
+            Tended::Unreachable { first, .. } => firsts += usize::from(first),
+            Tended::Fine => {}
+            other => panic!("{other:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(firsts, 1, "the outage is said once");
+    let m = Memcached::start_on(port);
+    let t0 = Instant::now();
+    loop {
+        if let Tended::Back(_) = rdma_bench::registry::tend() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(8),
+            "never answered again"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let other = Registry::connect(Some(&m.addr())).unwrap();
+    let t0 = Instant::now();
+    while other.lookup("server-0").unwrap().is_none() {
+        tend_fine();
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "our entry was not published again"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(other.lookup("server-0").unwrap().unwrap().info, info(7));
 }
 
 #[test]
@@ -433,7 +558,7 @@ fn a_dead_entry_is_named_and_waited_past_and_a_live_one_is_taken() {
         live.publish("server-0", &info(6)).unwrap();
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(6) {
-            rdma_bench::registry::tend().unwrap();
+            tend_fine();
             std::thread::sleep(Duration::from_millis(100));
         }
     });

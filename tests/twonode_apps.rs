@@ -6,105 +6,12 @@
 #[path = "common/bench_run.rs"]
 mod bench_run;
 #[path = "common/memcached.rs"]
-#[allow(dead_code)]
 mod memcached;
+#[path = "common/twonode.rs"]
+mod twonode;
 
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-use bench_run::{check_counting, check_herd_store, check_passive, device_args, finish};
-
-/// The registry's port on node 0.
-const PORT: u16 = 11411;
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!("{name} is not set: this test runs on both nodes of `softroce.sh run --nodes 2` (bench_scripts/test.sh)")
-    })
-}
-
-fn node() -> u32 {
-    env("SOFTROCE_NODE")
-        .parse()
-        .expect("SOFTROCE_NODE is 0 or 1")
-}
-
-fn registry() -> String {
-    let host = if node() == 0 {
-        env("RDMA_BENCH_IP")
-    } else {
-        env("SOFTROCE_PEER")
-    };
-    format!("{host}:{PORT}")
-}
-
-fn spawn(bin: &str, args: &[&str], secs: &str) -> Child {
-    Command::new(bin)
-        .args(args)
-        .args(device_args())
-        .args([
-            "--registry",
-            &registry(),
-            "--duration",
-            secs,
-            "--json",
-            "--connect-timeout",
-            "90",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("benchmark binary runs")
-}
-
-/// Node 0 serves the registry on its own address for the whole test.
-struct Registry(Option<Child>);
-
-impl Registry {
-    fn start() -> Registry {
-        if node() != 0 {
-            // Node 1 waits until node 0's registry answers (its guest may boot later).
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while TcpStream::connect(registry()).is_err() {
-                assert!(
-                    Instant::now() < deadline,
-                    "node 0's registry at {} never answered",
-                    registry()
-                );
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            return Registry(None);
-        }
-        let mut cmd = Command::new("memcached");
-        cmd.args([
-            "-l",
-            &env("RDMA_BENCH_IP"),
-            "-p",
-            &PORT.to_string(),
-            "-U",
-            "0",
-            "-u",
-            "root",
-        ]);
-        let child = cmd.stdout(Stdio::null()).spawn().expect("memcached runs");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(registry()).is_err() {
-            assert!(Instant::now() < deadline, "memcached did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Registry(Some(child))
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+use bench_run::{check_counting, check_herd_store, check_passive, finish};
+use twonode::{node, spawn, Registry};
 
 /// Both nodes run this one test, in step: each benchmark's servers end when its clients have
 /// finished, so node 0 moves on only after node 1 did.

@@ -19,7 +19,8 @@ use crate::framework::region::{self, RegionPort};
 use crate::framework::seq_verify::mix;
 use crate::framework::{
     self, flag01, idle_until_peer_done, publish_done, require, Benchmark, CommonArgs, Endpoint,
-    EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role, RoleSpec, ThreadCtx, Topology,
+    EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role, RoleSpec, RollCall, ThreadCtx,
+    Topology,
 };
 use crate::hot::{
     poll_one, Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec, UnsignaledCounter,
@@ -224,12 +225,15 @@ impl Role for Server<'_> {
         let mut qps = Vec::new();
         let mut client_runs = Vec::new();
         let mut watches = Vec::new();
+        let mut roll = RollCall::new("client", "--num-clients", a.num_clients);
         for c in 0..a.num_clients {
             let p = c % a.num_server_ports;
             for j in 0..a.qps_per_client {
                 let me = format!("server-{p}-{}", c * a.qps_per_client + j);
                 let peer = format!("client-{c}-{j}");
-                let (qp, remote) = ports[p].accept(QpType::Rc, reg, &me, &peer, ctx.wait())?;
+                let (qp, remote) = ports[p]
+                    .accept(QpType::Rc, reg, &me, &peer, ctx.wait())
+                    .map_err(|e| roll.missing(e))?;
                 if j == 0 {
                     client_runs.push(remote.run_id);
                     // A client killed mid-run leaves no done marker: the run ends as "peer lost".
@@ -241,6 +245,7 @@ impl Role for Server<'_> {
                 }
                 qps.push(qp);
             }
+            roll.came();
             println!(
                 "main: Server connected client {c} ({} QPs)",
                 a.qps_per_client

@@ -5,11 +5,13 @@
 //! the end of the measured window, never inside it.
 
 mod classes;
+pub mod link;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use classes::{class_of, Class};
+pub use link::{LinkEvent, LinkLog};
 
 use crate::stats::JsonObject;
 
@@ -206,6 +208,8 @@ pub struct PortReport {
     pub questionable: Vec<Class>,
     /// Why the counters could not be read, when they could not.
     pub unavailable: Option<String>,
+    /// The tolerance has a limit for the link class (a link's change of state flags the run).
+    pub link_limited: bool,
 }
 
 impl PortReport {
@@ -236,6 +240,7 @@ impl PortReport {
             deltas,
             questionable,
             unavailable,
+            link_limited: t.limits.contains_key(&Class::Link),
         }
     }
 
@@ -312,7 +317,10 @@ impl Watch {
                 PortReport::of(p.clone(), before, &after, &self.tolerance)
             })
             .collect();
-        Verdict { reports }
+        Verdict {
+            reports,
+            links: Vec::new(),
+        }
     }
 }
 
@@ -321,12 +329,18 @@ impl Watch {
 pub struct Verdict {
     /// One report per port.
     pub reports: Vec<PortReport>,
+    /// The links' changes of state during the window (a change is a link fault, counted or
+    /// not: siw has no counters).
+    pub links: Vec<LinkEvent>,
 }
 
 impl Verdict {
-    /// False when a flagged class moved beyond its tolerance on some port; None when no port's
-    /// counters could be read.
+    /// False when a flagged class moved beyond its tolerance on some port, or a link changed
+    /// state; None when no port's counters could be read and no link changed.
     pub fn trusted(&self) -> Option<bool> {
+        if !self.links.is_empty() && self.link_flagged() {
+            return Some(false);
+        }
         let read: Vec<&PortReport> = self
             .reports
             .iter()
@@ -338,6 +352,12 @@ impl Verdict {
         Some(read.iter().all(|r| r.questionable.is_empty()))
     }
 
+    /// A link's change of state flags the link class, unless `--counter-tolerance link=off`
+    /// (every port's report was made with the run's one tolerance).
+    fn link_flagged(&self) -> bool {
+        self.reports.first().is_none_or(|r| r.link_limited)
+    }
+
     /// The classes flagged on any port.
     pub fn questionable(&self) -> Vec<Class> {
         let mut all: Vec<Class> = self
@@ -345,6 +365,9 @@ impl Verdict {
             .iter()
             .flat_map(|r| r.questionable.iter().copied())
             .collect();
+        if !self.links.is_empty() && self.link_flagged() {
+            all.push(Class::Link);
+        }
         all.sort();
         all.dedup();
         all
@@ -361,9 +384,12 @@ impl Verdict {
                 o.object(&r.port.label(), &r.json())
             });
         let q: Vec<&str> = self.questionable().iter().map(|c| c.name()).collect();
-        let o = JsonObject::new()
+        let mut o = JsonObject::new()
             .object("counters", &per_port)
             .strs("questionable", &q);
+        if !self.links.is_empty() {
+            o = o.objects("link_events", &link::json(&self.links));
+        }
         match self.trusted() {
             Some(t) => o.bool("trusted", t),
             None => {

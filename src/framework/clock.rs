@@ -1,6 +1,6 @@
 //! The report clock: what happens around the measurement while it runs, every [`step`]
-//! (50 ms): the registry's heartbeat and peer watches, progress marks, the once-a-second
-//! per-thread report, stability-mode rows, and the end of the run at `--duration` (counted
+//! (50 ms): the registry's heartbeat and peer watches, progress marks, the links' state (once a
+//! second), the once-a-second per-thread report, stability-mode rows, and the end of the run at `--duration` (counted
 //! from the first operation).
 //!
 //! [`step`]: ReportClock::step
@@ -9,13 +9,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::fabric::Fabric;
 use crate::control::{fail, Attention, Ticks};
+use crate::registry::Tended;
 use crate::stats::{Counters, Reporter};
 
 /// See the module docs.
 pub(crate) struct ReportClock {
     reporter: Reporter,
     counters: Arc<Counters>,
+    fabric: Arc<Fabric>,
     counting: bool,
     duration: Option<f64>,
     attention: Attention,
@@ -34,6 +37,7 @@ impl ReportClock {
     pub(crate) fn new(
         reporter: Reporter,
         counters: Arc<Counters>,
+        fabric: Arc<Fabric>,
         counting: bool,
         duration: Option<f64>,
         stats_every: Option<Duration>,
@@ -42,6 +46,7 @@ impl ReportClock {
         ReportClock {
             reporter,
             counters,
+            fabric,
             counting,
             duration,
             attention,
@@ -77,11 +82,9 @@ impl ReportClock {
         if let Some(t) = &mut self.ticks {
             t.rearm();
         }
-        // Keep our registry entries alive and check the peers we depend on.
-        if let Err(e) = crate::registry::tend() {
-            fail(self.attention, e);
-        }
+        self.tend_registry();
         self.counters.mark_progress();
+        self.fabric.step();
         let now = Instant::now();
         let threads = self.counters.len();
         if !self.measuring {
@@ -114,6 +117,26 @@ impl ReportClock {
         if now >= self.next_report && self.counting && !stopped {
             self.reporter.tick();
             self.next_report = now + Duration::from_secs(1);
+        }
+    }
+
+    /// Keeps our registry entries alive and checks the peers we depend on. The registry is for
+    /// meeting and for "done": while it does not answer the run goes on (its connections say
+    /// whether its peers live); a peer is lost when it says it failed, when another run took
+    /// its name, or when its entry stayed away for [`crate::registry::GRACE`] after expiring.
+    fn tend_registry(&mut self) {
+        match crate::registry::tend() {
+            Tended::Fine => {}
+            Tended::Back(after) => println!(
+                "main: the registry answers again (it did not for {:.0} s)",
+                after.as_secs_f64()
+            ),
+            Tended::Unreachable { error, first: true } => println!(
+                "main: the registry does not answer ({error}); the run goes on: its \
+                 connections, not the registry, say whether its peers live"
+            ),
+            Tended::Unreachable { first: false, .. } => {}
+            Tended::PeerGone(error) => fail(self.attention, error),
         }
     }
 

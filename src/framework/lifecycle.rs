@@ -15,16 +15,15 @@
 //! thread steps it.
 
 use std::cell::RefCell;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::args::CommonArgs;
 use super::clock::ReportClock;
+use super::fabric::Fabric;
 use super::meter::Meter;
 use crate::control::{install_stop_signals, take_failure, Attention};
-use crate::counters::{PortRef, Tolerance, Verdict, Watch};
 use crate::error::{Error, Result};
 use crate::registry::WaitOptions;
 use crate::stats::{Counters, JsonObject, Reporter, RunInfo, Summary};
@@ -121,7 +120,7 @@ pub struct ThreadCtx<'a> {
     /// The flags every benchmark has.
     pub common: &'a CommonArgs,
     /// The ports the run uses, whose counters are read around the measurement.
-    ports: &'a PortCounters,
+    fabric: &'a Fabric,
 }
 
 impl ThreadCtx<'_> {
@@ -133,52 +132,10 @@ impl ThreadCtx<'_> {
     /// its counters are read around the measurement.
     pub fn open_port(&self, port_index: usize) -> Result<Port> {
         let port = self.common.open_port(port_index)?;
-        self.ports.add(&port);
+        self.fabric.add(&port);
         Ok(port)
     }
 }
-
-/// The ports a run opened, and their counters from the start of the measured window.
-struct PortCounters {
-    ports: Mutex<Vec<PortRef>>,
-    watch: Mutex<Option<Watch>>,
-    tolerance: Tolerance,
-}
-
-impl PortCounters {
-    fn add(&self, port: &Port) {
-        let p = PortRef {
-            device: port.context().name().to_string(),
-            port: port.num(),
-        };
-        let mut ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-        if !ports.contains(&p) {
-            ports.push(p);
-        }
-    }
-
-    /// The window opens: the first thread past the common start reads every port once.
-    fn start(&self) {
-        let mut watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
-        if watch.is_none() {
-            let ports = self.ports.lock().unwrap_or_else(|e| e.into_inner());
-            *watch = Some(Watch::start(
-                Path::new(SYSFS),
-                &ports,
-                self.tolerance.clone(),
-            ));
-        }
-    }
-
-    /// The window closed: what the counters say (nothing, if it never opened).
-    fn finish(&self) -> Verdict {
-        let watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
-        watch.as_ref().map(Watch::finish).unwrap_or_default()
-    }
-}
-
-/// Where the counters are.
-const SYSFS: &str = "/sys";
 
 /// How often the report clock looks at the counters (and so how precisely `--duration` ends).
 const TICK: Duration = Duration::from_millis(50);
@@ -198,14 +155,11 @@ pub fn run<R: Role>(role: &R, common: &CommonArgs) -> Result<Summary> {
         reporter = reporter.with_stability(file, secs)?;
         stats_every = Some(Duration::from_secs_f64(secs));
     }
-    let ports = PortCounters {
-        ports: Mutex::new(Vec::new()),
-        watch: Mutex::new(None),
-        tolerance: common.counter_tolerance.clone(),
-    };
+    let fabric = Arc::new(Fabric::new(common.counter_tolerance.clone()));
     let clock = ReportClock::new(
         reporter,
         Arc::clone(&counters),
+        Arc::clone(&fabric),
         plan.counting,
         common.duration,
         stats_every,
@@ -217,7 +171,7 @@ pub fn run<R: Role>(role: &R, common: &CommonArgs) -> Result<Summary> {
             global_id: plan.info.first_id + t,
             attention,
             common,
-            ports: &ports,
+            fabric: &fabric,
         };
         let r = thread_lifecycle(role, &ctx, &counters, clock);
         if r.is_err() {
@@ -230,8 +184,14 @@ pub fn run<R: Role>(role: &R, common: &CommonArgs) -> Result<Summary> {
     } else {
         run_with_reporter(clock, plan.threads, thread)
     };
-    let failure = take_failure().or_else(|| first_error(results));
-    let verdict = ports.finish();
+    let failure = take_failure()
+        .or_else(|| first_error(results))
+        .map(|e| fabric.explain(e));
+    if let Some(e) = failure.as_ref().filter(|e| !matches!(e, Error::Stopped(_))) {
+        // Peers that watch us (a passive side has no traffic to notice it by) end with why.
+        crate::registry::publish_failure(&e.to_string());
+    }
+    let verdict = fabric.finish();
     let extra = verdict.json();
     let summary = match (&failure, plan.counting) {
         _ if !plan.summary => Summary::default(),
@@ -242,6 +202,9 @@ pub fn run<R: Role>(role: &R, common: &CommonArgs) -> Result<Summary> {
     // One line under the summary per port: what the fabric counted meanwhile.
     for r in &verdict.reports {
         println!("{}", r.line());
+    }
+    if let Some(what) = crate::counters::link::describe(&verdict.links) {
+        println!("main: links: {what}");
     }
     match failure {
         Some(e) => Err(e),
@@ -264,10 +227,13 @@ fn thread_lifecycle<R: Role>(
             "stopped while the other threads were connecting".into(),
         ));
     }
-    ctx.ports.start();
+    ctx.fabric.start();
     let mut m = Meter::new(counters, ctx.t, ctx.attention, clock);
     let measured = role.measure(&mut th, &mut m);
     m.stop();
+    if measured.is_err() {
+        ctx.fabric.failed();
+    }
     measured.map_err(|e| role.explain(&th, e, m.ops() > 0))?;
     role.finish(th, ctx)
 }

@@ -22,9 +22,11 @@ mod args;
 mod clock;
 mod descriptor;
 mod endpoint;
+mod fabric;
 mod lifecycle;
 mod meter;
 mod pair;
+mod roll_call;
 
 pub mod echo_payload;
 pub mod region;
@@ -45,3 +47,4 @@ pub use endpoint::{
 pub use lifecycle::{run, Plan, Role, ThreadCtx};
 pub use meter::{Lull, Meter};
 pub use pair::{announce_done, peer_lost, Pair, PairSpec, Target, CLIENT_POSTS, SERVER_POSTS};
+pub use roll_call::RollCall;

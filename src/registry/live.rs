@@ -25,6 +25,14 @@ const REFRESH_RUNNING: Duration = Duration::from_secs(2);
 const CHECK_EVERY: Duration = Duration::from_secs(2);
 /// How often [`tend`] does anything at all (its callers tick every 50 ms).
 const TEND_EVERY_NS: u64 = 250_000_000;
+/// How long a watched peer's entry may be missing before the peer counts as gone: a live
+/// process whose heartbeat is late (its CPUs oversubscribed, its link flapping, the registry
+/// restarted) publishes it again within this.
+pub const GRACE: Duration = Duration::from_secs(2 * ENTRY_TTL_S as u64);
+/// How long the heartbeat's requests wait for an answer (they may run on a posting thread).
+const TEND_ANSWER: Duration = Duration::from_secs(1);
+/// While the registry does not answer, how often it is tried again.
+const OUTAGE_RETRY: Duration = Duration::from_secs(3);
 
 /// When [`tend`] next has work to look for, in ns since [`epoch`]: one atomic load decides
 /// the common case without a lock, an allocation or a registry round trip.
@@ -45,6 +53,8 @@ pub(crate) struct Tending {
     last_check: Option<Instant>,
     next_watch: u64,
     watched: Vec<Watched>,
+    /// Since when this registry has not answered [`tend`], and when to try it again.
+    outage: Option<(Instant, Instant)>,
 }
 
 #[derive(Clone)]
@@ -54,12 +64,24 @@ struct Watched {
     run: u64,
     /// Whose done marker means the peer left on purpose.
     done_of: String,
+    /// Since when its entry has been missing, if it is.
+    missing_since: Option<Instant>,
 }
 
 pub(crate) fn enlist(r: &Arc<Registry>) {
     let mut all = REGISTRIES.lock().unwrap_or_else(|p| p.into_inner());
     all.retain(|w| w.strong_count() > 0);
     all.push(Arc::downgrade(r));
+}
+
+/// Every live registry handle of this process.
+pub(crate) fn registries() -> Vec<Arc<Registry>> {
+    REGISTRIES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect()
 }
 
 fn tending(r: &Registry) -> std::sync::MutexGuard<'_, Tending> {
@@ -83,52 +105,112 @@ fn refresh_every(r: &Registry, period: Duration) -> Result<()> {
     r.refresh()
 }
 
-/// Refreshes the entries of every registry handle in this process when due, and looks up the
-/// peers they watch. An error names a watched peer that is gone: its entry expired or was
-/// replaced, and its run left no done marker. Cheap when nothing is due (a clock read and one
-/// atomic load; it looks at most every 250 ms): the report clock calls it on every tick. The
-/// heartbeat is sent without waiting for memcached's answer.
-pub fn tend() -> Result<()> {
-    let now = epoch().elapsed().as_nanos() as u64;
-    if now < NEXT_TEND_NS.load(Ordering::Relaxed) {
-        return Ok(());
-    }
-    NEXT_TEND_NS.store(now + TEND_EVERY_NS, Ordering::Relaxed);
-    let regs: Vec<Arc<Registry>> = REGISTRIES
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .filter_map(Weak::upgrade)
-        .collect();
-    for r in regs {
-        refresh_every(&r, REFRESH_RUNNING)?;
-        check_peers(&r)?;
-    }
-    Ok(())
+/// What one [`tend`] found.
+#[derive(Debug)]
+pub enum Tended {
+    /// Nothing to say.
+    Fine,
+    /// The registry answers again, after not answering for this long.
+    Back(Duration),
+    /// The registry does not answer (`first`: this outage began now). Not a peer's loss: the
+    /// run's own traffic says whether its peers live.
+    Unreachable {
+        /// What failed.
+        error: Error,
+        /// The first failure of this outage.
+        first: bool,
+    },
+    /// A watched peer is gone ([`Error::PeerLost`], saying how it was noticed): it left a
+    /// failure marker, its entry was replaced by another run's, or its entry has been missing
+    /// for [`GRACE`] without a done marker.
+    PeerGone(Error),
 }
 
-fn check_peers(r: &Registry) -> Result<()> {
+/// Refreshes the entries of every registry handle in this process when due, and looks up the
+/// peers they watch. Cheap when nothing is due (a clock read and one atomic load; it looks at
+/// most every 250 ms): the report clock calls it on every tick. The heartbeat is sent without
+/// waiting for memcached's answer; the checks wait [`TEND_ANSWER`] at most, and while the
+/// registry does not answer they are tried every [`OUTAGE_RETRY`] only.
+pub fn tend() -> Tended {
+    let now = epoch().elapsed().as_nanos() as u64;
+    if now < NEXT_TEND_NS.load(Ordering::Relaxed) {
+        return Tended::Fine;
+    }
+    NEXT_TEND_NS.store(now + TEND_EVERY_NS, Ordering::Relaxed);
+    let mut said = Tended::Fine;
+    for r in registries() {
+        let outage = tending(&r).outage;
+        if outage.is_some_and(|(_, retry)| Instant::now() < retry) {
+            continue;
+        }
+        match refresh_every(&r, REFRESH_RUNNING).and_then(|()| check_peers(&r)) {
+            Err(error) => {
+                let since = outage.map_or_else(Instant::now, |(since, _)| since);
+                tending(&r).outage = Some((since, Instant::now() + OUTAGE_RETRY));
+                said = Tended::Unreachable {
+                    error,
+                    first: outage.is_none(),
+                };
+            }
+            Ok(found) => {
+                tending(&r).outage = None;
+                if let Some(gone) = found {
+                    return gone;
+                }
+                if let Some((since, _)) = outage {
+                    said = Tended::Back(since.elapsed());
+                }
+            }
+        }
+    }
+    said
+}
+
+/// Looks up `r`'s watched peers when due: Err when the registry does not answer, a
+/// [`Tended::PeerGone`] for the first peer found gone.
+fn check_peers(r: &Registry) -> Result<Option<Tended>> {
     let watched = {
         let mut t = tending(r);
         if t.watched.is_empty() || t.last_check.is_some_and(|l| l.elapsed() < CHECK_EVERY) {
-            return Ok(());
+            return Ok(None);
         }
         t.last_check = Some(Instant::now());
         t.watched.clone()
     };
     for w in watched {
-        let alive = r.lookup(&w.peer)?.is_some_and(|e| e.run_id == w.run);
-        if !alive && !r.is_ready(&format!("{}-done", w.done_of), Some(w.run))? {
-            return Err(Error::PeerLost {
-                peer: w.peer,
-                what: format!(
-                    "its registry entry expired or was replaced without a done marker (killed, or \
-                     hung for more than {ENTRY_TTL_S} s)"
-                ),
-            });
+        let gone = |what: String| {
+            Ok(Some(Tended::PeerGone(Error::PeerLost {
+                peer: w.peer.clone(),
+                what,
+            })))
+        };
+        if let Some(reason) = r.failure_of(w.run, TEND_ANSWER)? {
+            return gone(format!("it failed: {reason}"));
+        }
+        let entry = r.lookup_within(&w.peer, TEND_ANSWER)?;
+        let missing_since = match entry {
+            Some(e) if e.run_id == w.run => None,
+            _ if r.is_ready(&format!("{}-done", w.done_of), Some(w.run))? => None,
+            Some(_) => {
+                return gone(
+                    "its registry entry was replaced by another run's (it was restarted)".into(),
+                )
+            }
+            None => Some(w.missing_since.unwrap_or_else(Instant::now)),
+        };
+        if let Some(since) = missing_since.filter(|s| s.elapsed() >= GRACE) {
+            return gone(format!(
+                "its registry entry expired {:.0} s ago, did not come back and left no done \
+                     marker (killed, or hung for more than {:.0} s)",
+                since.elapsed().as_secs_f64(),
+                since.elapsed().as_secs_f64() + f64::from(ENTRY_TTL_S)
+            ));
+        }
+        if let Some(slot) = tending(r).watched.iter_mut().find(|x| x.id == w.id) {
+            slot.missing_since = missing_since;
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// While this lives, [`tend`] checks that `peer` (of run `run`) is alive.
@@ -149,6 +231,7 @@ impl Registry {
             peer: peer.to_string(),
             run,
             done_of: done_of.to_string(),
+            missing_since: None,
         });
         PeerWatch {
             reg: Arc::clone(self),

@@ -45,6 +45,11 @@ impl Conn {
         Ok(c)
     }
 
+    /// How long a read waits for the answer from now on.
+    pub(crate) fn answer_within(&mut self, d: Duration) -> io::Result<()> {
+        self.reader.get_ref().set_read_timeout(Some(d))
+    }
+
     fn line(&mut self) -> io::Result<String> {
         let mut buf = Vec::new();
         (&mut self.reader)

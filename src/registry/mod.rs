@@ -14,13 +14,15 @@
 //! connect, mark ready, wait for the peer's readiness from the same run), [`Registry::announce`]
 //! and [`Registry::find_ready`] (UD: a receiver announces itself, a sender looks it up).
 
+mod failure;
 mod live;
 mod meet;
 mod memcached;
 mod result;
 mod wire;
 
-pub use live::{tend, PeerWatch, ENTRY_TTL_S};
+pub use failure::publish_failure;
+pub use live::{tend, PeerWatch, Tended, ENTRY_TTL_S, GRACE};
 pub use meet::Meeting;
 pub use result::ResultRecord;
 pub use wire::{decode, encode, Entry, VALUE_LEN};
@@ -100,7 +102,10 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 /// refreshed ([`tend`]) and are deleted when the last handle is dropped.
 pub struct Registry {
     addr: String,
-    conn: Mutex<Conn>,
+    sock: SocketAddr,
+    /// None after a failed request (its answer may still come and would be read as the next
+    /// one's): the next request connects again.
+    conn: Mutex<Option<Conn>>,
     run_id: u64,
     /// `--run-name` and a separator, or empty: prefixes every key.
     prefix: String,
@@ -163,7 +168,8 @@ impl Registry {
             now_ms() ^ (u64::from(std::process::id()) << 40) ^ ((&*salt as *const u8 as u64) << 8);
         let reg = Arc::new(Registry {
             addr: shown,
-            conn: Mutex::new(conn),
+            sock: addr,
+            conn: Mutex::new(Some(conn)),
             run_id,
             prefix,
             published: Mutex::new(Vec::new()),
@@ -205,13 +211,44 @@ impl Registry {
         }
     }
 
+    /// Runs one request on the connection, connecting again first if the last request failed
+    /// (a registry that was down, or restarted, is used again once it answers).
     pub(crate) fn with_conn<T>(
         &self,
         f: impl FnOnce(&mut Conn) -> std::io::Result<T>,
         what: &str,
     ) -> Result<T> {
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut conn).map_err(|e| self.io_err(what, e))
+        let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            let c = Conn::connect(self.sock, Duration::from_secs(1), ANSWER_TIMEOUT)
+                .map_err(|e| self.io_err(&format!("{what} (connecting again)"), e))?;
+            *slot = Some(c);
+        }
+        let conn = slot.as_mut().expect("connected above");
+        let r = f(conn);
+        if r.is_err() {
+            *slot = None;
+        }
+        r.map_err(|e| self.io_err(what, e))
+    }
+
+    /// [`Registry::with_conn`] with answers awaited for `within` only (the heartbeat's checks
+    /// from a posting thread must not stall it for the usual five seconds).
+    pub(crate) fn with_conn_within<T>(
+        &self,
+        within: Duration,
+        f: impl FnOnce(&mut Conn) -> std::io::Result<T>,
+        what: &str,
+    ) -> Result<T> {
+        self.with_conn(
+            |c| {
+                c.answer_within(within)?;
+                let r = f(c);
+                c.answer_within(ANSWER_TIMEOUT)?;
+                r
+            },
+            what,
+        )
     }
 
     fn remember(&self, key: &str, entry: Option<Entry>) {
@@ -270,8 +307,13 @@ impl Registry {
 
     /// The entry under `name`, if there is one.
     pub fn lookup(&self, name: &str) -> Result<Option<Entry>> {
+        self.lookup_within(name, ANSWER_TIMEOUT)
+    }
+
+    /// [`Registry::lookup`], the answer awaited for `within` at most.
+    pub(crate) fn lookup_within(&self, name: &str, within: Duration) -> Result<Option<Entry>> {
         let key = self.key(name)?;
-        let raw = self.with_conn(|c| c.get(&key), &format!("looking up {name}"))?;
+        let raw = self.with_conn_within(within, |c| c.get(&key), &format!("looking up {name}"))?;
         raw.map(|v| {
             decode(&v).map_err(|why| {
                 Error::protocol(format!(

@@ -1,5 +1,7 @@
 //! A real memcached (Debian's package) on 127.0.0.1 and a free port, stopped on drop.
 
+#![allow(dead_code)]
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -13,7 +15,11 @@ pub struct Memcached {
 
 impl Memcached {
     pub fn start() -> Memcached {
-        let port = free_port();
+        Memcached::start_on(free_port())
+    }
+
+    /// On `port` (e.g. again, after [`Memcached::stop`]).
+    pub fn start_on(port: u16) -> Memcached {
         let mut cmd = Command::new("memcached");
         cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]);
         // SAFETY: geteuid has no preconditions.
@@ -34,6 +40,12 @@ impl Memcached {
             std::thread::sleep(Duration::from_millis(20));
         }
         Memcached { child, port }
+    }
+
+    /// Kills it now (an outage); dropping it later does nothing more.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     pub fn addr(&self) -> String {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{check_layout, RpcArgs, RpcShape, MASTER};
 use crate::error::Result;
 use crate::framework::ud_rpc::{ClientSet, UdRpc, UdRpcSpec};
-use crate::framework::{Endpoint, EndpointSpec, ThreadCtx};
+use crate::framework::{Endpoint, EndpointSpec, RollCall, ThreadCtx};
 use crate::hot::{DestId, RequestRegion};
 use crate::registry::{Entry, PeerWatch, Registry};
 use crate::verbs::{Access, QpType};
@@ -58,8 +58,12 @@ pub fn connect_worker(
     reg.announce(&format!("worker-{w}"), &rpcs[0].info())?;
     let mut dests = Vec::with_capacity(a.num_clients);
     let mut runs = Vec::with_capacity(a.num_clients);
+    let mut roll = RollCall::new("client", "--num-clients", a.num_clients);
     for c in 0..a.num_clients {
-        let e = reg.find_ready(&format!("client-dgram-{c}"), ctx.wait())?;
+        let e = reg
+            .find_ready(&format!("client-dgram-{c}"), ctx.wait())
+            .map_err(|e| roll.missing(e))?;
+        roll.came();
         let dest = rpcs[c % a.num_server_ports].dest_to(&e.info)?;
         dests.push((dest, e.info.qpn));
         runs.push(e.run_id);

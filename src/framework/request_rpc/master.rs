@@ -7,7 +7,9 @@ use std::sync::Arc;
 use super::{RpcArgs, RpcShape};
 use crate::error::Result;
 use crate::framework::region::{self, RegionPort};
-use crate::framework::{idle_until_peer_done, publish_done, require, Meter, Plan, Role, ThreadCtx};
+use crate::framework::{
+    idle_until_peer_done, publish_done, require, Meter, Plan, Role, RollCall, ThreadCtx,
+};
 use crate::registry::{PeerWatch, Registry};
 use crate::stats::RunInfo;
 use crate::verbs::{Access, QpInfo, QpType, QueuePair};
@@ -96,11 +98,15 @@ impl Role for Master<'_> {
         let mut qps = Vec::with_capacity(a.num_clients);
         let mut runs = Vec::with_capacity(a.num_clients);
         let mut watches = Vec::with_capacity(a.num_clients);
+        let mut roll = RollCall::new("client", "--num-clients", a.num_clients);
         for c in 0..a.num_clients {
             let p = c % a.num_server_ports;
             let me = format!("master-{p}-{c}");
             let peer = format!("client-conn-{c}");
-            let (qp, remote) = ports[p].accept(qp_type, reg, &me, &peer, ctx.wait())?;
+            let (qp, remote) = ports[p]
+                .accept(qp_type, reg, &me, &peer, ctx.wait())
+                .map_err(|e| roll.missing(e))?;
+            roll.came();
             runs.push(remote.run_id);
             // A client killed mid-run leaves no done marker: the run ends as "peer lost".
             watches.push(reg.watch(&peer, remote.run_id, &format!("client-{c}")));

@@ -1,0 +1,124 @@
+//! The fabric under a run: the ports its threads opened, their counters at the start and the
+//! end of the measured window (the verdict under the summary), and their link state about once a
+//! second in between (the report clock's step, never the hot loop), so that a failure can say
+//! what the link did ("the link of rxe0:1 went DOWN at 7.2 s").
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::counters::{link, LinkLog, PortRef, Tolerance, Verdict, Watch};
+use crate::error::Error;
+use crate::verbs::Port;
+
+/// Where the counters are.
+const SYSFS: &str = "/sys";
+
+/// How often the link state is read while measuring.
+const LINK_EVERY: Duration = Duration::from_secs(1);
+
+/// See the module docs.
+pub(crate) struct Fabric {
+    ports: Mutex<Vec<PortRef>>,
+    window: Mutex<Option<Window>>,
+    tolerance: Tolerance,
+}
+
+/// The measured window's view of the ports.
+struct Window {
+    counters: Watch,
+    links: LinkLog,
+    next_link: Instant,
+    /// When a thread's measurement first failed, in seconds of the window.
+    failed_at: Option<f64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Fabric {
+    pub(crate) fn new(tolerance: Tolerance) -> Fabric {
+        Fabric {
+            ports: Mutex::new(Vec::new()),
+            window: Mutex::new(None),
+            tolerance,
+        }
+    }
+
+    /// A thread opened `port`: it is watched from the start of the window.
+    pub(crate) fn add(&self, port: &Port) {
+        let p = PortRef {
+            device: port.context().name().to_string(),
+            port: port.num(),
+        };
+        let mut ports = lock(&self.ports);
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+
+    /// The window opens: the first thread past the common start reads every port once.
+    pub(crate) fn start(&self) {
+        let mut window = lock(&self.window);
+        if window.is_none() {
+            let ports = lock(&self.ports);
+            let sys = Path::new(SYSFS);
+            *window = Some(Window {
+                counters: Watch::start(sys, &ports, self.tolerance.clone()),
+                links: LinkLog::start(sys, &ports),
+                next_link: Instant::now() + LINK_EVERY,
+                failed_at: None,
+            });
+        }
+    }
+
+    /// The report clock's step: reads the link states when a second has passed.
+    pub(crate) fn step(&self) {
+        if let Some(w) = lock(&self.window).as_mut() {
+            let now = Instant::now();
+            if now >= w.next_link {
+                w.links.sample();
+                w.next_link = now + LINK_EVERY;
+            }
+        }
+    }
+
+    /// A thread's measurement failed: the links are read now (the error may come before the
+    /// next second's read), and the first failure's time kept.
+    pub(crate) fn failed(&self) {
+        if let Some(w) = lock(&self.window).as_mut() {
+            w.links.sample();
+            w.failed_at.get_or_insert(w.links.elapsed_s());
+        }
+    }
+
+    /// `e` with what the links did during the window, if they did anything: "…; the link of
+    /// rxe0:1 went DOWN at 7.2 s; the run failed at 7.7 s".
+    pub(crate) fn explain(&self, e: Error) -> Error {
+        let mut window = lock(&self.window);
+        let Some(w) = window.as_mut() else {
+            return e;
+        };
+        w.links.sample();
+        match link::describe(w.links.events()) {
+            Some(what) => {
+                let at = w.failed_at.unwrap_or_else(|| w.links.elapsed_s());
+                e.noted(format!("{what}; the run failed at {at:.1} s"))
+            }
+            None => e,
+        }
+    }
+
+    /// The window closed: what the counters and links say (nothing, if it never opened).
+    pub(crate) fn finish(&self) -> Verdict {
+        let mut window = lock(&self.window);
+        let Some(w) = window.as_mut() else {
+            return Verdict::default();
+        };
+        w.links.sample();
+        let mut verdict = w.counters.finish();
+        verdict.links = w.links.events().to_vec();
+        verdict
+    }
+}

@@ -1,0 +1,101 @@
+//! Two-node testbed helpers (`softroce.sh run --nodes 2`): which node this is, node 0's
+//! registry, and the benchmarks started against it. Outside that testbed they fail, never skip.
+
+#![allow(dead_code)]
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::bench_run::device_args;
+
+/// The registry's port on node 0.
+pub const PORT: u16 = 11411;
+
+pub fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: this test runs on both nodes of `softroce.sh run --nodes 2` (bench_scripts/test.sh)")
+    })
+}
+
+pub fn node() -> u32 {
+    env("SOFTROCE_NODE")
+        .parse()
+        .expect("SOFTROCE_NODE is 0 or 1")
+}
+
+pub fn registry() -> String {
+    let host = if node() == 0 {
+        env("RDMA_BENCH_IP")
+    } else {
+        env("SOFTROCE_PEER")
+    };
+    format!("{host}:{PORT}")
+}
+
+pub fn spawn(bin: &str, args: &[&str], secs: &str) -> Child {
+    Command::new(bin)
+        .args(args)
+        .args(device_args())
+        .args([
+            "--registry",
+            &registry(),
+            "--duration",
+            secs,
+            "--json",
+            "--connect-timeout",
+            "90",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("benchmark binary runs")
+}
+
+/// Node 0 serves the registry on its own address for the whole test.
+pub struct Registry(Option<Child>);
+
+impl Registry {
+    pub fn start() -> Registry {
+        if node() != 0 {
+            // Node 1 waits until node 0's registry answers (its guest may boot later).
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while TcpStream::connect(registry()).is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "node 0's registry at {} never answered",
+                    registry()
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            return Registry(None);
+        }
+        let mut cmd = Command::new("memcached");
+        cmd.args([
+            "-l",
+            &env("RDMA_BENCH_IP"),
+            "-p",
+            &PORT.to_string(),
+            "-U",
+            "0",
+            "-u",
+            "root",
+        ]);
+        let child = cmd.stdout(Stdio::null()).spawn().expect("memcached runs");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(registry()).is_err() {
+            assert!(Instant::now() < deadline, "memcached did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Registry(Some(child))
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
