@@ -13,7 +13,7 @@ set -uo pipefail
 readonly PROG=softroce.sh
 readonly CACHE="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdma-bench/softroce"
 # Bump when the initramfs recipe changes so that `setup` rebuilds it.
-readonly RECIPE=5
+readonly RECIPE=6
 # Guest network: TEST-NET-1 addresses that exist only inside the guests.
 readonly NET_PREFIX=192.0.2
 readonly GUEST_MTU=9000
@@ -132,10 +132,11 @@ INIT
   rm -rf "$work"
 }
 
-# Modules stage 2 loads from the kernel tree over 9p, in insmod order (rdma_ucm: RDMA CM, for -R).
+# Modules stage 2 loads from the kernel tree over 9p, in insmod order (rdma_ucm: RDMA CM, for -R;
+# sch_netem: the fault tests' loss and delay).
 write_module_list() {
   local kver=$1 m
-  for m in overlay crc32_generic rdma_rxe rdma_ucm dummy virtio_net; do
+  for m in overlay crc32_generic rdma_rxe rdma_ucm dummy virtio_net sch_netem; do
     modprobe -d "$CACHE/kernel" -S "$kver" --show-depends "$m" || die "module $m not in kernel $kver"
   done | awk '!seen[$2]++ {print $2, $3, $4}' >"$CACHE/modules.stage2"
 }

@@ -245,6 +245,12 @@ fn survivor_reports(survivor: Child, mut victim: Child, bound: Duration, peer: &
     assert!(out.contains(&format!("peer {peer} is gone")), "{out}");
 }
 
+/// How long a peer noticed only by its registry entry takes to be lost: the entry's expiry, the
+/// grace, a check's period, and slack for the emulated guest.
+const BY_REGISTRY: Duration = Duration::from_secs(
+    rdma_bench::registry::ENTRY_TTL_S as u64 + rdma_bench::registry::GRACE.as_secs() + 10,
+);
+
 #[test]
 fn a_peer_killed_mid_run_is_reported_rc_uc_ud() {
     let m = Memcached::start();
@@ -254,11 +260,12 @@ fn a_peer_killed_mid_run_is_reported_rc_uc_ud() {
     let s = start(RW, &m, &long);
     let c = start(RW, &m, &client);
     survivor_reports(s, c, Duration::from_secs(15), "client-0");
-    // RC, the active side dies: the passive side sees its entry expire.
+    // RC, the active side dies: the passive side sees its entry expire and stay away for the
+    // grace a late heartbeat gets (ENTRY_TTL_S, then GRACE: about 20 s in all).
     let s = start(RW, &m, &long);
     let c = start(RW, &m, &client);
     std::thread::sleep(Duration::from_millis(500));
-    survivor_reports(c, s, Duration::from_secs(15), "server-0");
+    survivor_reports(c, s, BY_REGISTRY, "server-0");
     // UC: no ACK ever fails; the entry's expiry tells.
     let uc = ["--use-uc", "1", "--duration", "600"];
     let s = start(RW, &m, &uc);
@@ -267,7 +274,7 @@ fn a_peer_killed_mid_run_is_reported_rc_uc_ud() {
         &m,
         &["--use-uc", "1", "--is-client", "1", "--duration", "600"],
     );
-    survivor_reports(s, c, Duration::from_secs(15), "client-0");
+    survivor_reports(s, c, BY_REGISTRY, "client-0");
     // UD: the sender's receiver dies.
     let ud = env!("CARGO_BIN_EXE_ud-sender");
     let s = start(ud, &m, &long);
@@ -275,9 +282,45 @@ fn a_peer_killed_mid_run_is_reported_rc_uc_ud() {
     let (mut s, c) = (s, c);
     std::thread::sleep(Duration::from_millis(10));
     assert!(s.try_wait().unwrap().is_none());
-    survivor_reports(s, c, Duration::from_secs(15), "client-0");
+    survivor_reports(s, c, BY_REGISTRY, "client-0");
     // UD: the sender dies; its receiver sees its entry expire.
     let c = start(ud, &m, &client);
     let s = start(ud, &m, &long);
-    survivor_reports(c, s, Duration::from_secs(15), "server-0");
+    survivor_reports(c, s, BY_REGISTRY, "server-0");
+}
+
+/// A server told to expect two clients sees one: stopped as run-local.sh stops it once the
+/// counting side is done, it says which client came and which did not, and exits 5, not 130.
+#[test]
+fn a_server_missing_clients_names_them_and_exits_5() {
+    let m = Memcached::start();
+    let bin = env!("CARGO_BIN_EXE_atomics-sequencer");
+    let a = [
+        "--num-clients",
+        "2",
+        "--buf-size",
+        "1048576",
+        "--shm-key",
+        "9503",
+        "--duration",
+        "2",
+    ];
+    let s = start(bin, &m, &a);
+    let mut c = a.to_vec();
+    c.extend(["--is-client", "1", "--num-threads", "1"]);
+    let (cs, _, co, ce) = ended(start(bin, &m, &c), Duration::from_secs(60));
+    assert!(cs.success(), "{co}\n{ce}");
+    check_counting(&co, "Client", 1, "atomics-sequencer", "DRTM");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(s.id() as i32, libc::SIGINT) };
+    let (st, took, out, err) = ended(s, Duration::from_secs(10));
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    check_failed(&out, 5, st, &err);
+    assert!(
+        err.contains(
+            "atomics-sequencer: 1 of 2 clients came (client 0); client 1 did not (stopped while \
+             waiting for client-1-0"
+        ) && err.contains("): start them, or run with --num-clients 1"),
+        "{err}"
+    );
 }

@@ -396,7 +396,7 @@ impl SenderWatch {
         }
         self.next_look = Some(now + Duration::from_millis(200));
         if self.run.is_none() {
-            if let Some(e) = reg.lookup(SENDER_THREAD)? {
+            if let Some(e) = reg.lookup_now(SENDER_THREAD)? {
                 self.run = Some(e.run_id);
                 self._watch = Some(reg.watch(SENDER_THREAD, e.run_id, SENDER_THREAD));
             }

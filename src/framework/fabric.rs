@@ -14,6 +14,9 @@ use crate::verbs::Port;
 /// Where the counters are.
 const SYSFS: &str = "/sys";
 
+/// The counters that say a link went down (the port's, and the netdev's carrier).
+const LINK_CHANGES: &[&str] = &["link_downed", "counters/link_downed", "net:carrier_changes"];
+
 /// How often the link state is read while measuring.
 const LINK_EVERY: Duration = Duration::from_secs(1);
 
@@ -94,20 +97,49 @@ impl Fabric {
     }
 
     /// `e` with what the links did during the window, if they did anything: "…; the link of
-    /// rxe0:1 went DOWN at 7.2 s; the run failed at 7.7 s".
+    /// rxe0:1 went DOWN at 7.2 s; the run failed at 7.7 s". A link that went down and came back
+    /// between two reads (the thread that reads them was waiting for a completion) is known by
+    /// its counters: "the link of rxe0:1 went down and came back (link_downed +1)".
     pub(crate) fn explain(&self, e: Error) -> Error {
         let mut window = lock(&self.window);
         let Some(w) = window.as_mut() else {
             return e;
         };
         w.links.sample();
-        match link::describe(w.links.events()) {
-            Some(what) => {
-                let at = w.failed_at.unwrap_or_else(|| w.links.elapsed_s());
-                e.noted(format!("{what}; the run failed at {at:.1} s"))
-            }
-            None => e,
-        }
+        let seen = link::describe(w.links.events());
+        let counted = || {
+            let verdict = w.counters.finish();
+            let clauses: Vec<String> = verdict
+                .reports
+                .iter()
+                .filter(|r| !w.links.events().iter().any(|ev| ev.port == r.port))
+                .filter_map(|r| {
+                    let moved: Vec<String> = r
+                        .deltas
+                        .iter()
+                        .filter(|d| LINK_CHANGES.contains(&d.name.as_str()))
+                        .map(|d| format!("{} +{}", d.name, d.by))
+                        .collect();
+                    (!moved.is_empty()).then(|| {
+                        format!(
+                            "the link of {} went down and came back ({})",
+                            r.port.label(),
+                            moved.join(", ")
+                        )
+                    })
+                })
+                .collect();
+            (!clauses.is_empty()).then(|| clauses.join("; "))
+        };
+        let what = match (seen, counted()) {
+            (Some(a), Some(b)) => a + "; " + &b,
+            (a, b) => match a.or(b) {
+                Some(w) => w,
+                None => return e,
+            },
+        };
+        let at = w.failed_at.unwrap_or_else(|| w.links.elapsed_s());
+        e.noted(format!("{what}; the run failed at {at:.1} s"))
     }
 
     /// The window closed: what the counters and links say (nothing, if it never opened).

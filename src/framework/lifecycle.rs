@@ -184,12 +184,13 @@ pub fn run<R: Role>(role: &R, common: &CommonArgs) -> Result<Summary> {
     } else {
         run_with_reporter(clock, plan.threads, thread)
     };
+    // A watcher's diagnosis (the clock found a peer gone) is explained here; a thread's own
+    // failure was explained, and published, while its state still lived.
     let failure = take_failure()
-        .or_else(|| first_error(results))
-        .map(|e| fabric.explain(e));
-    if let Some(e) = failure.as_ref().filter(|e| !matches!(e, Error::Stopped(_))) {
-        // Peers that watch us (a passive side has no traffic to notice it by) end with why.
-        crate::registry::publish_failure(&e.to_string());
+        .map(|e| fabric.explain(e))
+        .or_else(|| first_error(results));
+    if let Some(e) = failure.as_ref() {
+        publish_failure(e);
     }
     let verdict = fabric.finish();
     let extra = verdict.json();
@@ -231,11 +232,22 @@ fn thread_lifecycle<R: Role>(
     let mut m = Meter::new(counters, ctx.t, ctx.attention, clock);
     let measured = role.measure(&mut th, &mut m);
     m.stop();
-    if measured.is_err() {
+    if let Err(e) = measured {
         ctx.fabric.failed();
+        let e = ctx.fabric.explain(role.explain(&th, e, m.ops() > 0));
+        // Before the thread's state (and with it, maybe, the last registry handle) goes.
+        publish_failure(&e);
+        return Err(e);
     }
-    measured.map_err(|e| role.explain(&th, e, m.ops() > 0))?;
     role.finish(th, ctx)
+}
+
+/// Leaves `e` where peers that watch us look (a passive side has no traffic to notice our end
+/// by): they end with why. A stop is no failure.
+fn publish_failure(e: &Error) {
+    if !matches!(e, Error::Stopped(_)) {
+        crate::registry::publish_failure(&e.to_string());
+    }
 }
 
 /// The error that explains the run: a thread's own failure rather than the "stopped" of the

@@ -218,7 +218,7 @@ impl ClientSet {
         }
         let mut any = false;
         for n in &self.names {
-            let entry = reg.lookup(n)?;
+            let entry = reg.lookup_now(n)?;
             let done = reg.is_ready(&format!("{n}-done"), entry.as_ref().map(|e| e.run_id))?;
             if entry.is_some() && !done {
                 return Ok(false);
@@ -232,7 +232,7 @@ impl ClientSet {
     pub fn present(&self, reg: &Registry) -> Result<Vec<String>> {
         let mut v = Vec::new();
         for n in &self.names {
-            if reg.lookup(n)?.is_some() || reg.is_ready(&format!("{n}-done"), None)? {
+            if reg.lookup_now(n)?.is_some() || reg.is_ready(&format!("{n}-done"), None)? {
                 v.push(n.clone());
             }
         }

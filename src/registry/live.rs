@@ -30,7 +30,7 @@ const TEND_EVERY_NS: u64 = 250_000_000;
 /// restarted) publishes it again within this.
 pub const GRACE: Duration = Duration::from_secs(2 * ENTRY_TTL_S as u64);
 /// How long the heartbeat's requests wait for an answer (they may run on a posting thread).
-const TEND_ANSWER: Duration = Duration::from_secs(1);
+const TEND_ANSWER: Duration = super::QUICK_ANSWER;
 /// While the registry does not answer, how often it is tried again.
 const OUTAGE_RETRY: Duration = Duration::from_secs(3);
 
@@ -190,7 +190,7 @@ fn check_peers(r: &Registry) -> Result<Option<Tended>> {
         let entry = r.lookup_within(&w.peer, TEND_ANSWER)?;
         let missing_since = match entry {
             Some(e) if e.run_id == w.run => None,
-            _ if r.is_ready(&format!("{}-done", w.done_of), Some(w.run))? => None,
+            _ if r.done_within(&w.done_of, w.run, TEND_ANSWER)? => None,
             Some(_) => {
                 return gone(
                     "its registry entry was replaced by another run's (it was restarted)".into(),

@@ -16,6 +16,7 @@
 
 mod failure;
 mod live;
+mod markers;
 mod meet;
 mod memcached;
 mod result;
@@ -96,7 +97,10 @@ impl Default for WaitOptions {
 pub const LIVE_WINDOW: Duration = Duration::from_millis(2500);
 
 /// How long a request may go unanswered before the registry counts as silent.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+/// The same for the requests made from a measuring loop or the heartbeat (they may run on a
+/// posting thread, and an outage must not stall the report clock).
+pub(crate) const QUICK_ANSWER: Duration = Duration::from_secs(1);
 
 /// A connection to the registry, shared as an `Arc`. Keys published through it expire unless
 /// refreshed ([`tend`]) and are deleted when the last handle is dropped.
@@ -195,7 +199,7 @@ impl Registry {
         Ok(k)
     }
 
-    fn ready_key(&self, name: &str) -> Result<String> {
+    pub(crate) fn ready_key(&self, name: &str) -> Result<String> {
         self.key(&format!("{READY_PREFIX}{name}"))
     }
 
@@ -220,7 +224,9 @@ impl Registry {
     ) -> Result<T> {
         let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
-            let c = Conn::connect(self.sock, Duration::from_secs(1), ANSWER_TIMEOUT)
+            // Quickly or not at all: this may run on a posting thread during an outage.
+            let c = Conn::connect(self.sock, QUICK_ANSWER, QUICK_ANSWER)
+                .and_then(|mut c| c.answer_within(ANSWER_TIMEOUT).map(|()| c))
                 .map_err(|e| self.io_err(&format!("{what} (connecting again)"), e))?;
             *slot = Some(c);
         }
@@ -366,67 +372,6 @@ impl Registry {
         }
     }
 
-    /// Marks `name` ready (expiring with the entry unless refreshed).
-    pub fn publish_ready(&self, name: &str) -> Result<()> {
-        let key = self.ready_key(name)?;
-        let value = format!("ready {:016x} {}", self.run_id, now_ms());
-        self.with_conn(
-            |c| c.set(&key, value.as_bytes(), ENTRY_TTL_S),
-            &format!("marking {name} ready"),
-        )?;
-        self.remember(&key, None);
-        Ok(())
-    }
-
-    /// Marks `name` finished for good: the marker is not refreshed and not deleted on exit (it
-    /// expires after [`live::DONE_TTL_S`]), so peers that look after this process has left still
-    /// see it.
-    pub fn publish_done(&self, name: &str) -> Result<()> {
-        let key = self.ready_key(&format!("{name}-done"))?;
-        let value = format!("ready {:016x} {}", self.run_id, now_ms());
-        self.with_conn(
-            |c| c.set(&key, value.as_bytes(), live::DONE_TTL_S),
-            &format!("marking {name} done"),
-        )
-    }
-
-    /// Waits until `name` is marked ready, by the run `expect_run` if given (markers of other runs,
-    /// e.g. a killed earlier one, are ignored); returns the marking run's id.
-    pub fn wait_ready(
-        &self,
-        name: &str,
-        opts: WaitOptions,
-        expect_run: Option<u64>,
-    ) -> Result<u64> {
-        self.wait(&format!("{name} (ready)"), opts, |r| {
-            r.ready_run(name, expect_run, 0)
-        })
-    }
-
-    /// Whether `name` is marked ready (by `expect_run`, if given) right now.
-    pub fn is_ready(&self, name: &str, expect_run: Option<u64>) -> Result<bool> {
-        Ok(self.ready_run(name, expect_run, 0)?.is_some())
-    }
-
-    /// The run that marked `name` ready, if it is `expect_run` (when given) and marked it at or
-    /// after `not_before_ms` (its clock: the marker and the entry come from the same process).
-    fn ready_run(
-        &self,
-        name: &str,
-        expect_run: Option<u64>,
-        not_before_ms: u64,
-    ) -> Result<Option<u64>> {
-        let key = self.ready_key(name)?;
-        let v = self.with_conn(|c| c.get(&key), &format!("looking up {name} (ready)"))?;
-        Ok(v.and_then(|v| {
-            let s = String::from_utf8(v).ok()?;
-            let mut f = s.strip_prefix("ready ")?.split(' ');
-            let run = u64::from_str_radix(f.next()?, 16).ok()?;
-            let ms: u64 = f.next()?.parse().ok()?;
-            (expect_run.is_none_or(|e| e == run) && ms >= not_before_ms).then_some(run)
-        }))
-    }
-
     /// Removes every key this registry handle published (done markers stay until they expire).
     pub fn unpublish_all(&self) {
         let keys = std::mem::take(&mut *self.published.lock().unwrap_or_else(|p| p.into_inner()));
@@ -434,6 +379,11 @@ impl Registry {
             let _ = self.with_conn(|c| c.delete(&k), "removing keys");
         }
     }
+}
+
+/// A registry that did not answer or could not be reached (not a malformed name or entry).
+pub(crate) fn is_outage(e: &Error) -> bool {
+    matches!(e, Error::Registry { .. }) || e.is_timeout()
 }
 
 fn is_silence(e: &std::io::Error) -> bool {

@@ -94,6 +94,11 @@ impl Registry {
 impl Drop for Registry {
     fn drop(&mut self) {
         if let Some(c) = &mut self.0 {
+            if std::thread::panicking() {
+                // Node 1 may be in the middle of the same scenario: let it end on its own
+                // terms (and say why) before the registry goes.
+                std::thread::sleep(Duration::from_secs(20));
+            }
             let _ = c.kill();
             let _ = c.wait();
         }

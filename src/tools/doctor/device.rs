@@ -216,7 +216,61 @@ fn port(ctx: &Context, p: u8, out: &mut Vec<Finding>) -> bool {
         )),
         LinkLayer::Ethernet => out.push(gids(ctx, p, attr.gid_tbl_len, &subject)),
     }
+    out.push(counters(ctx.name(), p, &subject));
     true
+}
+
+/// The port's error counters as they stand (ibqueryerrors' rule: any error counter above 0 is a
+/// finding). They count since the driver loaded; a run's own counters line says what moved
+/// during it.
+fn counters(dev: &str, p: u8, subject: &str) -> Finding {
+    use crate::counters::{class_of, snapshot, Class, PortRef};
+    let port = PortRef {
+        device: dev.to_string(),
+        port: p,
+    };
+    let snap = snapshot(std::path::Path::new("/sys"), &port);
+    if let Some(why) = snap.unavailable {
+        return finding(
+            Verdict::Warn,
+            subject,
+            format!("counters unavailable: {why}; results will say \"counters unavailable\""),
+            None,
+        );
+    }
+    let errors: Vec<String> = snap
+        .values
+        .iter()
+        .filter(|(name, &v)| {
+            v > 0
+                && matches!(
+                    class_of(name.strip_prefix("counters/").unwrap_or(name)),
+                    Class::Retransmission | Class::Rnr | Class::Link | Class::Fatal
+                )
+        })
+        .map(|(name, v)| format!("{name} {v}"))
+        .collect();
+    if errors.is_empty() {
+        return finding(
+            Verdict::Ok,
+            subject,
+            format!("{} counters, no error counter above 0", snap.values.len()),
+            None,
+        );
+    }
+    finding(
+        Verdict::Warn,
+        subject,
+        format!(
+            "error counters already above 0 (since the driver loaded): {}",
+            errors.join(", ")
+        ),
+        Some(
+            "find the cause (cabling, MTU, congestion, a peer that died) before trusting numbers; \
+             each run's counters line shows only what moved during it"
+                .into(),
+        ),
+    )
 }
 
 /// The GID table with types, and the index our tools pick.
