@@ -10,7 +10,7 @@ mod swarm;
 use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use swarm::check_machine;
@@ -92,6 +92,69 @@ fn wait_for(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Runs `cmd` to its end with its output collected, or kills it after `bound` and fails with
+/// what it printed, what each node still runs and the machine logs in `logs` (a hang in CI says
+/// where it hung).
+fn run_bounded(mut cmd: Command, bound: Duration, logs: &Path) -> (ExitStatus, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command runs");
+    let readers: Vec<_> = [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ]
+    .into_iter()
+    .map(|mut pipe| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    })
+    .collect();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if start.elapsed() > bound {
+            // SIGTERM first: run-all.sh's trap stops every host's process.
+            let _ = Command::new("kill").arg(child.id().to_string()).status();
+            std::thread::sleep(Duration::from_secs(20));
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let all: String = readers.into_iter().map(|r| r.join().unwrap()).collect();
+    let Some(status) = status else {
+        let mut why = format!("not ended within {bound:?}:\n{all}");
+        for h in addresses() {
+            let o = Command::new("timeout")
+                .args([
+                    "20",
+                    "ssh",
+                    "-o",
+                    "ConnectTimeout=5",
+                    &h,
+                    "ps -eo pid,stat,etime,args",
+                ])
+                .output();
+            let ps = o.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+            why += &format!("\n-- processes on {h}:\n{}", ps.unwrap_or_default());
+        }
+        for e in std::fs::read_dir(logs).into_iter().flatten().flatten() {
+            let log = std::fs::read_to_string(e.path()).unwrap_or_default();
+            why += &format!("\n-- {}:\n{log}", e.path().display());
+        }
+        panic!("{why}");
+    };
+    (status, all)
 }
 
 fn text(o: &Output) -> String {
@@ -202,8 +265,9 @@ fn run_all(dir: &Path, tag: &str, duration: &str) -> Command {
 /// No rc-swarm process is left on any node.
 fn none_left() {
     for h in addresses() {
-        let o = Command::new("ssh")
-            .args([&h, "pgrep -f '/[r]c-swarm ' || true"])
+        let o = Command::new("timeout")
+            .args(["30", "ssh", "-o", "ConnectTimeout=10", &h])
+            .arg("pgrep -f '/[r]c-swarm ' || true")
             .output()
             .expect("ssh runs");
         let pids = String::from_utf8_lossy(&o.stdout);
@@ -214,9 +278,13 @@ fn none_left() {
 fn launcher_runs_and_cleans_up() {
     let dir = std::env::temp_dir().join("run-all-ok");
     std::fs::create_dir_all(&dir).unwrap();
-    let out = run_all(&dir, "ok", "4").output().expect("run-all.sh runs");
-    let all = text(&out);
-    assert!(out.status.success(), "run-all.sh failed:\n{all}");
+    // 4 s of measurement within run-all.sh's own bound per host (4 + 90 + 30 s).
+    let (status, all) = run_bounded(
+        run_all(&dir, "ok", "4"),
+        Duration::from_secs(200),
+        &dir.join("ok"),
+    );
+    assert!(status.success(), "run-all.sh failed:\n{all}");
     for m in 0..NODES {
         let line = all
             .lines()
@@ -232,44 +300,32 @@ fn launcher_runs_and_cleans_up() {
 fn launcher_survives_a_killed_host() {
     let dir = std::env::temp_dir().join("run-all-kill");
     std::fs::create_dir_all(&dir).unwrap();
-    let mut launcher = run_all(&dir, "kill", "120")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run-all.sh runs");
     let log2 = dir.join("kill/machine-2.log");
-    wait_for(Duration::from_secs(120), "machine 2 measuring", || {
-        std::fs::read_to_string(&log2).is_ok_and(|l| l.contains("main: Worker 2: "))
+    let killer = std::thread::spawn(move || {
+        wait_for(Duration::from_secs(120), "machine 2 measuring", || {
+            std::fs::read_to_string(&log2).is_ok_and(|l| l.contains("main: Worker 2: "))
+        });
+        let killed = Command::new("ssh")
+            .args([&addresses()[2], "pkill -KILL -f '/[r]c-swarm '"])
+            .status()
+            .expect("ssh runs");
+        assert!(killed.success(), "nothing to kill on node 2");
+        Instant::now()
     });
-    let killed = Command::new("ssh")
-        .args([&addresses()[2], "pkill -KILL -f '/[r]c-swarm '"])
-        .status()
-        .expect("ssh runs");
-    assert!(killed.success(), "nothing to kill on node 2");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = launcher.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(90),
-            "run-all.sh did not end after a host's process was killed"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    };
-    let mut all = String::new();
-    launcher
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut all)
-        .unwrap();
-    launcher
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut all)
-        .unwrap();
+    let (status, all) = run_bounded(
+        run_all(&dir, "kill", "120"),
+        Duration::from_secs(300),
+        &dir.join("kill"),
+    );
+    let ended = Instant::now();
+    let killed_at = killer
+        .join()
+        .expect("machine 2's process was killed mid-run");
+    assert!(
+        ended - killed_at < Duration::from_secs(90),
+        "run-all.sh ran {:?} after a host's process was killed:\n{all}",
+        ended - killed_at
+    );
     assert!(
         !status.success(),
         "run-all.sh succeeded with a killed host:\n{all}"

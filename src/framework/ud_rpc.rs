@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::framework::{QueueArgs, ThreadCtx};
-use crate::hot::{PollTimeout, RecvRing, UdPostlist, GRH_BYTES};
+use crate::hot::{PollTimeout, RecvRing, UdPostlist, WaitClock, GRH_BYTES};
 use crate::registry::Registry;
 use crate::verbs::{
     Access, CompletionQueue, MemoryRegion, Port, QpCaps, QpInfo, QpSpec, QpType, Resources,
@@ -143,11 +143,11 @@ impl UdRpc {
         mut each: impl FnMut(&Self, &WorkCompletion) -> Result<()>,
     ) -> Result<()> {
         let mut wcs = [WorkCompletion::default(); 16];
-        let deadline = Instant::now() + timeout.limit;
+        let mut clock = WaitClock::new(timeout.limit);
         while outstanding > 0 {
             let n = self.recv_cq.poll(&mut wcs[..outstanding.min(16)])?;
             if n == 0 {
-                if Instant::now() >= deadline {
+                if clock.look() >= timeout.limit {
                     return Err(Error::Verify(format!(
                         "{outstanding} replies to this client's last requests never arrived \
                          (within {})",

@@ -25,7 +25,7 @@ mod signal;
 mod wr_batch;
 
 pub use crate::verbs::Op;
-pub use poll::{poll_exact, poll_one, PollTimeout, Stall};
+pub use poll::{poll_exact, poll_one, PollTimeout, Stall, WaitClock};
 pub use recv::{RecvBatch, RecvRing};
 pub use reply::{DestId, Payload, UdPostlist};
 pub use request::{RequestRegion, SlotLayout};

@@ -2,7 +2,9 @@
 //!
 //! [`Stall`] is the one bound: it counts empty polls, reads the clock only once per 64 Ki of them
 //! (so it costs nothing while completions flow), fails after its limit of nothing, and gives up
-//! at once when the run was marked failed (a watcher found the peer gone: no 10 s stall). With
+//! at once when the run was marked failed (a watcher found the peer gone: no 10 s stall). The
+//! limit is counted on a [`WaitClock`], which does not let one long gap between two looks (a
+//! process or VM that was not scheduled) end a wait on its own. With
 //! events on, an empty poll sleeps until a completion event instead of spinning (perftest's
 //! `-e`). [`poll_exact`] and [`poll_one`] wait with it; loops that poll more than one CQ (the
 //! perftest tools) use it directly.
@@ -43,11 +45,52 @@ impl PollTimeout {
 /// and for a stop again.
 const EVENT_WAIT: Duration = Duration::from_millis(100);
 
+/// The time a wait has lasted, as bounds count it: each gap between two looks at the clock
+/// counts at most half the limit. A process that was not scheduled for a while (an
+/// oversubscribed host, a VM its host paused) then does not time out on its first look after it
+/// runs again, when its completions are usually right there; a real stall still ends after a
+/// few looks, however far apart they are.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitClock {
+    /// The last look; `None` until the wait's first look, which starts it.
+    last: Option<Instant>,
+    waited: Duration,
+    gap_cap: Duration,
+}
+
+impl WaitClock {
+    /// A clock for waits bounded by `limit`.
+    pub fn new(limit: Duration) -> WaitClock {
+        WaitClock {
+            last: None,
+            waited: Duration::ZERO,
+            gap_cap: limit / 2,
+        }
+    }
+
+    /// A new wait begins at the next look.
+    #[inline(always)]
+    pub fn restart(&mut self) {
+        self.last = None;
+    }
+
+    /// Looks at the clock: how long this wait has lasted.
+    pub fn look(&mut self) -> Duration {
+        let now = Instant::now();
+        match self.last {
+            None => self.waited = Duration::ZERO,
+            Some(last) => self.waited += now.duration_since(last).min(self.gap_cap),
+        }
+        self.last = Some(now);
+        self.waited
+    }
+}
+
 /// The bound on a wait for completions (see the module docs).
 #[derive(Debug)]
 pub struct Stall {
     empty: u32,
-    since: Option<Instant>,
+    clock: WaitClock,
     bound: PollTimeout,
     sleeps: bool,
     hint: &'static str,
@@ -58,7 +101,7 @@ impl Stall {
     pub fn new(bound: PollTimeout) -> Stall {
         Stall {
             empty: 0,
-            since: None,
+            clock: WaitClock::new(bound.limit),
             bound,
             sleeps: false,
             hint: "the peer is gone or the QP is stuck",
@@ -83,7 +126,7 @@ impl Stall {
     #[inline(always)]
     pub fn progress(&mut self) {
         self.empty = 0;
-        self.since = None;
+        self.clock.restart();
     }
 
     /// Nothing arrived on `cqs`: with events on, sleeps until one reports an event (or
@@ -119,8 +162,7 @@ impl Stall {
                 what()
             )));
         }
-        let t0 = *self.since.get_or_insert_with(Instant::now);
-        if t0.elapsed() > self.bound.limit {
+        if self.clock.look() > self.bound.limit {
             return Err(Error::timeout(
                 format!("no {}", what()),
                 self.bound.limit,

@@ -3,7 +3,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::swarm::{done_name, peer_qp_name, qp_name, Swarm};
 use super::{Args, BUF_SIZE};
@@ -11,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::framework::{hello_all, peer_lost, Hello, Meter, Plan, Role, ThreadCtx};
 use crate::hot::{
     poll_one, Op, PollTimeout, Postlist, RecvBatch, Remote, SendBatch, SendSpec, UnsignaledCounter,
+    WaitClock,
 };
 use crate::registry::{Meeting, PeerWatch};
 use crate::stats::RunInfo;
@@ -235,7 +235,7 @@ fn run_loop(a: &Args, swarm: &Swarm, m: &mut Meter<'_>, c: &mut Connected) -> Re
             if a.do_read {
                 let slot = wi * size;
                 let mut spins = 0u32;
-                let mut since: Option<Instant> = None;
+                let mut clock = WaitClock::new(timeout.limit);
                 while mr.load_u8(slot) == 0 {
                     spins = spins.wrapping_add(1);
                     if spins.is_multiple_of(4096) {
@@ -244,8 +244,7 @@ fn run_loop(a: &Args, swarm: &Swarm, m: &mut Meter<'_>, c: &mut Connected) -> Re
                         }
                         // A READ that failed never fills its slot (unsignaled, its error
                         // completion is not polled here): bound the wait as a CQ poll is.
-                        let t0 = *since.get_or_insert_with(Instant::now);
-                        if t0.elapsed() > timeout.limit {
+                        if clock.look() > timeout.limit {
                             let e = Error::timeout(
                                 "a READ's data never arrived".to_string(),
                                 timeout.limit,
