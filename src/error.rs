@@ -73,6 +73,9 @@ pub enum Error {
     /// A server told to expect N peers saw fewer come before it was stopped or gave up (the
     /// message says which did not): exit code 5.
     Incomplete(String),
+    /// A check ran and found a problem (`fleet`'s bad pairs or unreachable hosts, `history
+    /// check`'s regressions): exit code 6, told apart from not being able to check at all.
+    Finding(String),
     /// An error and what the fabric saw meanwhile ("the link of rxe0:1 went DOWN at 7.2 s"):
     /// exits as the error does.
     Noted {
@@ -140,6 +143,7 @@ impl Error {
             Error::Verify(_) => 4,
             Error::Stopped(_) => 130,
             Error::Incomplete(_) => 5,
+            Error::Finding(_) => 6,
             Error::Usage(_) => 2,
             Error::Noted { error, .. } => error.exit_code(),
             _ => 1,
@@ -346,7 +350,8 @@ impl fmt::Display for Error {
             | Error::Usage(msg)
             | Error::Protocol(msg)
             | Error::Stopped(msg)
-            | Error::Incomplete(msg) => f.write_str(msg),
+            | Error::Incomplete(msg)
+            | Error::Finding(msg) => f.write_str(msg),
             Error::PeerLost { peer, what } => write!(f, "peer {peer} is gone: {what}"),
             Error::Verify(msg) => write!(f, "verify: {msg}"),
             Error::Timeout { what, after, hint } => {

@@ -143,11 +143,11 @@ impl UdRpc {
         mut each: impl FnMut(&Self, &WorkCompletion) -> Result<()>,
     ) -> Result<()> {
         let mut wcs = [WorkCompletion::default(); 16];
-        let mut clock = WaitClock::new(timeout.limit);
+        let mut clock = WaitClock::default();
         while outstanding > 0 {
             let n = self.recv_cq.poll(&mut wcs[..outstanding.min(16)])?;
             if n == 0 {
-                if clock.look() >= timeout.limit {
+                if clock.look(timeout.limit) >= timeout.limit {
                     return Err(Error::Verify(format!(
                         "{outstanding} replies to this client's last requests never arrived \
                          (within {})",

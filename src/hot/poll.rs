@@ -49,37 +49,29 @@ const EVENT_WAIT: Duration = Duration::from_millis(100);
 /// counts at most half the limit. A process that was not scheduled for a while (an
 /// oversubscribed host, a VM its host paused) then does not time out on its first look after it
 /// runs again, when its completions are usually right there; a real stall still ends after a
-/// few looks, however far apart they are.
-#[derive(Debug, Clone, Copy)]
+/// few looks, however far apart they are. Two words, set up for nothing: it is made on every
+/// bounded poll.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct WaitClock {
     /// The last look; `None` until the wait's first look, which starts it.
     last: Option<Instant>,
     waited: Duration,
-    gap_cap: Duration,
 }
 
 impl WaitClock {
-    /// A clock for waits bounded by `limit`.
-    pub fn new(limit: Duration) -> WaitClock {
-        WaitClock {
-            last: None,
-            waited: Duration::ZERO,
-            gap_cap: limit / 2,
-        }
-    }
-
     /// A new wait begins at the next look.
     #[inline(always)]
     pub fn restart(&mut self) {
         self.last = None;
     }
 
-    /// Looks at the clock: how long this wait has lasted.
-    pub fn look(&mut self) -> Duration {
+    /// Looks at the clock: how long this wait, bounded by `limit`, has lasted.
+    #[cold]
+    pub fn look(&mut self, limit: Duration) -> Duration {
         let now = Instant::now();
         match self.last {
             None => self.waited = Duration::ZERO,
-            Some(last) => self.waited += now.duration_since(last).min(self.gap_cap),
+            Some(last) => self.waited += now.duration_since(last).min(limit / 2),
         }
         self.last = Some(now);
         self.waited
@@ -101,7 +93,7 @@ impl Stall {
     pub fn new(bound: PollTimeout) -> Stall {
         Stall {
             empty: 0,
-            clock: WaitClock::new(bound.limit),
+            clock: WaitClock::default(),
             bound,
             sleeps: false,
             hint: "the peer is gone or the QP is stuck",
@@ -162,7 +154,7 @@ impl Stall {
                 what()
             )));
         }
-        if self.clock.look() > self.bound.limit {
+        if self.clock.look(self.bound.limit) > self.bound.limit {
             return Err(Error::timeout(
                 format!("no {}", what()),
                 self.bound.limit,

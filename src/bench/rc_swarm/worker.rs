@@ -235,7 +235,7 @@ fn run_loop(a: &Args, swarm: &Swarm, m: &mut Meter<'_>, c: &mut Connected) -> Re
             if a.do_read {
                 let slot = wi * size;
                 let mut spins = 0u32;
-                let mut clock = WaitClock::new(timeout.limit);
+                let mut clock = WaitClock::default();
                 while mr.load_u8(slot) == 0 {
                     spins = spins.wrapping_add(1);
                     if spins.is_multiple_of(4096) {
@@ -244,7 +244,7 @@ fn run_loop(a: &Args, swarm: &Swarm, m: &mut Meter<'_>, c: &mut Connected) -> Re
                         }
                         // A READ that failed never fills its slot (unsignaled, its error
                         // completion is not polled here): bound the wait as a CQ poll is.
-                        if clock.look() > timeout.limit {
+                        if clock.look(timeout.limit) > timeout.limit {
                             let e = Error::timeout(
                                 "a READ's data never arrived".to_string(),
                                 timeout.limit,

@@ -4,6 +4,7 @@
 
 pub mod chart;
 pub mod draw;
+pub mod heatmap;
 pub mod input;
 pub mod pick;
 

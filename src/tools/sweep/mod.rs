@@ -3,7 +3,6 @@
 //! min/max and 95 % confidence interval, as CSV and JSON. Resumable: the runs already in
 //! `PREFIX.runs.csv` are not made again.
 
-mod child;
 mod grid;
 mod runlog;
 mod summary;
@@ -17,6 +16,7 @@ pub use summary::{align, num};
 
 use crate::control;
 use crate::error::{Error, Result};
+use crate::tools::child;
 use crate::tools::results::{self, Metric};
 use runlog::{Run, RunLog};
 use summary::Shape;

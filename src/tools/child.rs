@@ -1,5 +1,5 @@
-//! One run of the swept command: spawned without a shell, stdout and stderr captured, stopped
-//! when the sweep is.
+//! One run of a command a tool drives (a sweep's runs, a fleet's ssh sessions): spawned without
+//! a shell, stdout and stderr captured, stopped when the tool is.
 
 use std::io::Read;
 use std::process::{Command, Stdio};

@@ -1,0 +1,256 @@
+//! `rdma-bench fleet` on three machines: each node of `softroce.sh run --nodes 3 --sshd` (its
+//! own Soft-RoCE device, one virtual Ethernet) runs this test; node 0 drives the fleet over ssh
+//! while the others stay up. A healthy fleet flags nothing; with node 2's link degraded (netem
+//! delay and a rate limit on its egress, made over ssh as an operator would) and a fourth host
+//! that ssh cannot reach, exactly node 2's pairs are bad, node 2 is the suspect and the fourth
+//! host is "unreachable". Outside that testbed it fails, never skips.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const TOOL: &str = env!("CARGO_BIN_EXE_rdma-bench");
+/// Node 0 listens here while it drives the fleet: the other nodes stay up until it closes.
+const BUSY_PORT: u16 = 11711;
+/// An address on the testbed's subnet that no node has (ssh cannot reach it).
+const NOBODY: &str = "192.0.2.99";
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: this test runs on every node of `softroce.sh run --nodes 3 --sshd` (bench_scripts/test.sh)")
+    })
+}
+
+fn node() -> usize {
+    env("SOFTROCE_NODE")
+        .parse()
+        .expect("SOFTROCE_NODE is a number")
+}
+
+/// Every node's address, in node order.
+fn addresses() -> Vec<String> {
+    let mut all: Vec<String> = env("SOFTROCE_PEERS")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    all.insert(node(), env("RDMA_BENCH_IP"));
+    assert_eq!(all.len(), 3, "this test needs --nodes 3");
+    all
+}
+
+fn wait_for(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + bound;
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Runs the fleet over `hosts`; its exit code, stdout and stderr.
+fn fleet(hosts: &[String], out: &Path, extra: &[&str]) -> (i32, String, String) {
+    let o = Command::new("timeout")
+        .args(["600", TOOL, "fleet", &hosts.join(",")])
+        .args(["--duration", "2", "--lat-iters", "500", "--port", "18800"])
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .args([
+            "--",
+            "-d",
+            &env("RDMA_BENCH_DEVICE"),
+            "-x",
+            &env("RDMA_BENCH_GID_INDEX"),
+        ])
+        .output()
+        .expect("rdma-bench fleet runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn ssh(host: &str, cmd: &str) {
+    let ok = Command::new("ssh")
+        .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, cmd])
+        .status()
+        .expect("ssh runs");
+    assert!(ok.success(), "ssh {host} {cmd}: failed");
+}
+
+/// netem on a node's egress while it lives.
+struct Degraded(String);
+
+impl Degraded {
+    fn on(host: &str) -> Degraded {
+        // The device's netdev, as its GID table names it.
+        let dev = format!(
+            "$(cat /sys/class/infiniband/{}/ports/1/gid_attrs/ndevs/0)",
+            env("RDMA_BENCH_DEVICE")
+        );
+        ssh(
+            host,
+            &format!("tc qdisc replace dev {dev} root netem delay 2ms rate 10mbit"),
+        );
+        Degraded(format!("tc qdisc del dev {dev} root"))
+    }
+}
+
+impl Drop for Degraded {
+    fn drop(&mut self) {
+        let _ = Command::new("ssh")
+            .args([&addresses()[2], &self.0])
+            .status();
+    }
+}
+
+fn json(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("fleet.json")).expect("fleet.json written");
+    serde_json::from_str(&text).expect("fleet.json parses")
+}
+
+fn bad_pairs(j: &serde_json::Value) -> Vec<(String, String)> {
+    j["pairs"]
+        .as_array()
+        .expect("pairs")
+        .iter()
+        .filter(|p| p["bad"] == true)
+        .map(|p| {
+            (
+                p["a"].as_str().unwrap().to_string(),
+                p["b"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn verdicts(j: &serde_json::Value) -> Vec<String> {
+    j["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["verdict"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn healthy_fleet_flags_nothing(hosts: &[String]) {
+    let out = std::env::temp_dir().join("fleet-healthy");
+    // Under emulation on two shared CPUs a healthy pair's bandwidth varies far more than a real
+    // fabric's: the bandwidth bound is relaxed to 50 % here (ClusterKit's 93 % is the default).
+    let (code, stdout, stderr) = fleet(hosts, &out, &["--bw-min-pct", "50"]);
+    let j = json(&out);
+    assert_eq!(code, 0, "a healthy fleet:\n{stdout}\n{stderr}");
+    assert!(bad_pairs(&j).is_empty(), "{stdout}");
+    assert_eq!(verdicts(&j), ["good", "good", "good"], "{stdout}");
+    assert!(
+        stdout.contains("bad pairs (") && stdout.contains("): none"),
+        "{stdout}"
+    );
+    for p in j["pairs"].as_array().unwrap() {
+        for d in ["a_to_b", "b_to_a"] {
+            assert!(p[d]["bw_mbps"].as_f64().is_some_and(|v| v > 0.0), "{p}");
+            assert!(p[d]["lat_us"].as_f64().is_some_and(|v| v > 0.0), "{p}");
+            // Every run reports what the fabric's counters said.
+            assert!(!p[d]["counters"].as_array().unwrap().is_empty(), "{p}");
+        }
+    }
+    println!("healthy fleet:\n{stdout}");
+}
+
+fn degraded_node_is_the_suspect(hosts: &[String]) {
+    let out = std::env::temp_dir().join("fleet-degraded");
+    let mut with_nobody = hosts.to_vec();
+    with_nobody.push(NOBODY.into());
+    let degraded = Degraded::on(&hosts[2]);
+    let (code, stdout, stderr) = fleet(&with_nobody, &out, &["--bw-min-pct", "50"]);
+    drop(degraded);
+    let j = json(&out);
+    assert_eq!(
+        code, 6,
+        "bad pairs are a finding (exit 6):\n{stdout}\n{stderr}"
+    );
+    let mut bad = bad_pairs(&j);
+    bad.sort();
+    let want = vec![
+        (hosts[0].clone(), hosts[2].clone()),
+        (hosts[1].clone(), hosts[2].clone()),
+    ];
+    assert_eq!(bad, want, "exactly node 2's pairs:\n{stdout}");
+    assert_eq!(
+        verdicts(&j),
+        ["bad link(s)", "bad link(s)", "suspect", "unreachable"],
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("suspect host(s): {}", hosts[2])),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!("fleet: {NOBODY} is unreachable: ssh failed")),
+        "{stderr}"
+    );
+    // The bad pairs were measured again alone before they were reported.
+    for p in j["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["bad"] == true)
+    {
+        assert_eq!(p["retested"], true, "{p}");
+        assert!(
+            p["reasons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r.as_str().unwrap().contains("latency")),
+            "{p}"
+        );
+    }
+    // The matrices and heatmaps: node 2's row and column, the unreachable host's.
+    let bw = std::fs::read_to_string(out.join("bw.csv")).unwrap();
+    assert_eq!(bw.lines().count(), 5, "{bw}");
+    assert!(
+        bw.lines()
+            .last()
+            .unwrap()
+            .starts_with(&format!("{NOBODY},unreachable,unreachable,unreachable,—")),
+        "{bw}"
+    );
+    for svg in ["bw.svg", "lat.svg"] {
+        let s = std::fs::read_to_string(out.join(svg)).unwrap();
+        assert!(
+            s.starts_with("<svg") && s.trim_end().ends_with("</svg>"),
+            "{svg}"
+        );
+        assert_eq!(
+            s.matches("<rect").count(),
+            1 + 16,
+            "{svg}: a cell per pair of 4 hosts"
+        );
+    }
+    println!("degraded fleet:\n{stdout}");
+}
+
+#[test]
+fn fleet_across_three_nodes() {
+    let hosts = addresses();
+    if node() != 0 {
+        // Stay up while node 0 measures through this node's sshd.
+        let addr = format!("{}:{BUSY_PORT}", hosts[0]).parse().unwrap();
+        let up = || TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok();
+        wait_for(Duration::from_secs(300), "node 0's fleet run starting", up);
+        wait_for(
+            Duration::from_secs(900),
+            "node 0's fleet run ending",
+            || !up(),
+        );
+        return;
+    }
+    let busy = TcpListener::bind(("0.0.0.0", BUSY_PORT)).expect("the busy port is free");
+    let accept = busy.try_clone().unwrap();
+    std::thread::spawn(move || for _ in accept.incoming() {});
+    healthy_fleet_flags_nothing(&hosts);
+    degraded_node_is_the_suspect(&hosts);
+    drop(busy);
+}
