@@ -73,6 +73,9 @@ pub enum Error {
     /// A server told to expect N peers saw fewer come before it was stopped or gave up (the
     /// message says which did not): exit code 5.
     Incomplete(String),
+    /// `rdma-bench history check` found a result worse than its baseline by more than allowed
+    /// (the lines above say which): exit code 4.
+    Regression(String),
     /// An error and what the fabric saw meanwhile ("the link of rxe0:1 went DOWN at 7.2 s"):
     /// exits as the error does.
     Noted {
@@ -132,7 +135,7 @@ impl Error {
     }
 
     /// The process exit code for this failure (documented in the README): 1 setup failure,
-    /// 3 peer lost, 4 verification failed, 5 expected peers did not all come, 130 stopped before
+    /// 3 peer lost, 4 verification failed (`history check`: a regression), 5 expected peers did not all come, 130 stopped before
     /// anything was measured (2 is clap's, for usage errors).
     pub fn exit_code(&self) -> i32 {
         match self {
@@ -140,6 +143,7 @@ impl Error {
             Error::Verify(_) => 4,
             Error::Stopped(_) => 130,
             Error::Incomplete(_) => 5,
+            Error::Regression(_) => 4,
             Error::Usage(_) => 2,
             Error::Noted { error, .. } => error.exit_code(),
             _ => 1,
@@ -346,7 +350,8 @@ impl fmt::Display for Error {
             | Error::Usage(msg)
             | Error::Protocol(msg)
             | Error::Stopped(msg)
-            | Error::Incomplete(msg) => f.write_str(msg),
+            | Error::Incomplete(msg)
+            | Error::Regression(msg) => f.write_str(msg),
             Error::PeerLost { peer, what } => write!(f, "peer {peer} is gone: {what}"),
             Error::Verify(msg) => write!(f, "verify: {msg}"),
             Error::Timeout { what, after, hint } => {

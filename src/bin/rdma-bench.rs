@@ -2,7 +2,7 @@
 //! subcommand each.
 use clap::{Parser, Subcommand};
 use rdma_bench::perf::{self, args::PerfArgs, Tool};
-use rdma_bench::tools::{compare, doctor, list, plot, sweep};
+use rdma_bench::tools::{compare, doctor, history, list, plot, sweep};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -58,6 +58,9 @@ enum Command {
     /// Side-by-side table of results from ours, perftest and the original C suite, with ratios
     /// per matched point
     Compare(compare::CompareArgs),
+    /// Results over time in an SQLite database: record result files, list runs, name
+    /// baselines, check for regressions (exit 4), write a Prometheus textfile
+    History(history::HistoryArgs),
     /// Every benchmark and tool this build has: roles, the side that counts, op, suite rows
     /// (a table; --json for programs, --suite and --describe NAME for scripts)
     List(list::ListArgs),
@@ -73,7 +76,10 @@ fn main() {
     let tool = Tool::named(&sub);
     let name = if sub.is_empty()
         || (tool.is_none()
-            && !["doctor", "sweep", "plot", "compare", "list", "kv-bench"].contains(&sub.as_str()))
+            && ![
+                "doctor", "sweep", "plot", "compare", "list", "history", "kv-bench",
+            ]
+            .contains(&sub.as_str()))
     {
         "rdma-bench".to_string()
     } else {
@@ -98,6 +104,7 @@ fn main() {
         Command::Sweep(a) => sweep::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::History(a) => history::run(a),
         Command::List(a) => list::run(a),
         Command::KvBench(a) => rdma_bench::kv::bench::run(a),
     });

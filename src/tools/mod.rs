@@ -1,11 +1,13 @@
 //! The user's workflow around the benchmarks, as subcommands of the `rdma-bench` binary:
 //! `doctor` (is this host set up right?), `sweep` (a grid of runs with repetitions and
 //! statistics), `plot` (charts of sweeps and suite results), `compare` (side-by-side tables of
-//! ours, perftest's and the original C suite's results), `list` (every benchmark's descriptor).
+//! ours, perftest's and the original C suite's results), `list` (every benchmark's descriptor),
+//! `history` (results over time: import, baselines, regression checks, Prometheus textfile).
 //! `results` reads what the benchmarks print.
 
 pub mod compare;
 pub mod doctor;
+pub mod history;
 pub mod list;
 pub mod plot;
 pub mod results;
