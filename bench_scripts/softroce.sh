@@ -23,11 +23,13 @@ APT_PACKAGES=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-provide
   libibverbs-dev librdmacm-dev perftest memcached iproute2 libclang-dev valgrind pkg-config
   openmpi-bin openssh-client procps
   # rdma-core v55 built from source by bench_scripts/rdma-core-build.sh (test.sh's portability step)
-  curl cmake ninja-build gcc libnl-3-dev libnl-route-3-dev python3)
+  curl cmake ninja-build gcc libnl-3-dev libnl-route-3-dev python3
+  # promtool: tests/history.rs checks `rdma-bench history prom`'s file with the real parser
+  prometheus)
 # Commands and files whose presence means "the package is there" (cheap check for a no-op setup).
 PRESENCE=(qemu-system-x86_64 /bin/busybox cpio depmod ibv_devinfo ib_write_bw memcached rdma
   /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h valgrind pkg-config mpirun ssh pkill
-  curl cmake ninja gcc /usr/include/libnl3/netlink/route/link.h python3)
+  curl cmake ninja gcc /usr/include/libnl3/netlink/route/link.h python3 promtool)
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 note() { [ "${SOFTROCE_VERBOSE:-0}" = 1 ] && echo "$PROG: $*" >&2; return 0; }
@@ -85,7 +87,7 @@ install_packages() {
   if ! command -v apt-get >/dev/null; then
     die "not a Debian/Ubuntu system: install qemu-system-x86, a static busybox, cpio, kmod, rdma-core \
 (libibverbs, providers, utils, headers, librdmacm), perftest, memcached, iproute2, libclang, valgrind, \
-openmpi, an ssh client, procps"
+openmpi, an ssh client, procps, prometheus (promtool)"
   fi
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"

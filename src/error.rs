@@ -135,7 +135,7 @@ impl Error {
     }
 
     /// The process exit code for this failure (documented in the README): 1 setup failure,
-    /// 3 peer lost, 4 verification failed, 5 expected peers did not all come, 130 stopped before
+    /// 3 peer lost, 4 verification failed (`history check`: a regression), 5 expected peers did not all come, 130 stopped before
     /// anything was measured (2 is clap's, for usage errors).
     pub fn exit_code(&self) -> i32 {
         match self {

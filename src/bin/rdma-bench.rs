@@ -2,7 +2,7 @@
 //! subcommand each.
 use clap::{Parser, Subcommand};
 use rdma_bench::perf::{self, args::PerfArgs, Tool};
-use rdma_bench::tools::{compare, doctor, fleet, list, plot, sweep};
+use rdma_bench::tools::{compare, doctor, fleet, history, list, plot, sweep};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -61,6 +61,9 @@ enum Command {
     /// Bandwidth and latency between every pair of a batch of hosts over ssh (round-robin rounds
     /// of disjoint pairs): bad pairs, suspect hosts, N×N matrices and heatmaps
     Fleet(fleet::FleetArgs),
+    /// Results over time in an SQLite database: record result files, list runs, name
+    /// baselines, check for regressions (exit 6), write a Prometheus textfile
+    History(history::HistoryArgs),
     /// Every benchmark and tool this build has: roles, the side that counts, op, suite rows
     /// (a table; --json for programs, --suite and --describe NAME for scripts)
     List(list::ListArgs),
@@ -77,7 +80,7 @@ fn main() {
     let name = if sub.is_empty()
         || (tool.is_none()
             && ![
-                "doctor", "sweep", "plot", "compare", "list", "fleet", "kv-bench",
+                "doctor", "sweep", "plot", "compare", "list", "fleet", "history", "kv-bench",
             ]
             .contains(&sub.as_str()))
     {
@@ -105,6 +108,7 @@ fn main() {
         Command::Plot(a) => plot::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Fleet(a) => fleet::run(a),
+        Command::History(a) => history::run(a),
         Command::List(a) => list::run(a),
         Command::KvBench(a) => rdma_bench::kv::bench::run(a),
     });

@@ -65,20 +65,8 @@ fn device(ctx: &Context, out: &mut Vec<Finding>) -> usize {
     let name = ctx.name();
     let subject = format!("device {name}");
     let sys = format!("/sys/class/infiniband/{name}");
-    let driver = std::fs::read_link(format!("{sys}/device/driver"))
-        .ok()
-        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
-    // Software devices (rxe, siw) name the netdev they run on in `parent`; hardware ones do not.
-    let soft = name.starts_with("rxe")
-        || name.starts_with("siw")
-        || Path::new(&format!("{sys}/parent")).exists();
+    let (driver, soft) = driver(name);
     let fw = ctx.fw_version().unwrap_or_default();
-    let driver = match (driver, read_trim(&format!("{sys}/parent"))) {
-        (_, Some(netdev)) if soft => format!("software, on netdev {netdev}"),
-        (Some(d), _) => d,
-        (None, _) if soft => "software".into(),
-        (None, _) => "unknown".into(),
-    };
     out.push(finding(
         Verdict::Ok,
         &subject,
@@ -104,6 +92,32 @@ fn device(ctx: &Context, out: &mut Vec<Finding>) -> usize {
         active += usize::from(port(ctx, p, out));
     }
     active
+}
+
+/// The driver of device `name` as sysfs tells it (`mlx5_core`; `software, on netdev eth0` for
+/// Soft-RoCE and siw; `unknown`), and whether it is a software device.
+pub(crate) fn driver(name: &str) -> (String, bool) {
+    let sys = format!("/sys/class/infiniband/{name}");
+    let driver = std::fs::read_link(format!("{sys}/device/driver"))
+        .ok()
+        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
+    // Software devices (rxe, siw) name the netdev they run on in `parent`; hardware ones do not.
+    let soft = name.starts_with("rxe")
+        || name.starts_with("siw")
+        || Path::new(&format!("{sys}/parent")).exists();
+    let driver = match (driver, read_trim(&format!("{sys}/parent"))) {
+        (_, Some(netdev)) if soft => format!("software, on netdev {netdev}"),
+        (Some(d), _) => d,
+        (None, _) if soft => "software".into(),
+        (None, _) => "unknown".into(),
+    };
+    (driver, soft)
+}
+
+/// The firmware version of device `name` from sysfs (what `ibv_query_device` reports as
+/// fw_ver), without opening the device; None when it reports none.
+pub(crate) fn firmware(name: &str) -> Option<String> {
+    read_trim(&format!("/sys/class/infiniband/{name}/fw_ver")).filter(|s| !s.is_empty())
 }
 
 /// PCIe link against the device's capability, and its NUMA node.

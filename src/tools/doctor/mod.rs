@@ -8,6 +8,8 @@ mod host;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use device::{driver as device_driver, firmware as device_firmware};
+
 use crate::error::{Error, Result};
 use crate::stats::JsonObject;
 

@@ -24,8 +24,9 @@ the same name), `#` comments; or a comma-separated list. Every host needs rdma-b
 passwordless ssh (BatchMode). A host that ssh cannot reach becomes a row \"unreachable\" and the
 rest is measured.
 
-Each pair (a, b) is measured four times: write-bw and write-lat with a as the client (sender)
-and b as the server, then the other way round. Pairs of one round run at once, each on its own
+Each pair (a, b) is measured three times: write-bw with a as the client (sender) and b as the
+server, write-lat (a round trip: one run per pair, both cells of lat.csv), then write-bw the
+other way round. Pairs of one round run at once, each on its own
 TCP port (--port, --port + 1, …). A pair is bad when, in either direction, its bandwidth is below
 --bw-min-pct of the fleet's best or its latency above --lat-max-factor × the fleet's best (the
 defaults are NVIDIA ClusterKit's), or a run failed; bad pairs are measured again alone (--retest
@@ -70,7 +71,9 @@ pub struct FleetArgs {
     /// The ssh command and its options
     #[arg(long, default_value = "ssh -o BatchMode=yes -o ConnectTimeout=10")]
     pub ssh: String,
-    /// rdma-bench on the hosts [default: this binary's path]
+    /// rdma-bench on the hosts [default: this binary's path]. Tip for big fleets: ssh's
+    /// connection sharing (-o ControlMaster=auto -o ControlPath=… -o ControlPersist=60 in --ssh)
+    /// saves a handshake per run
     #[arg(long)]
     pub bin: Option<String>,
     /// The first pair's TCP port; pair i of a round uses PORT + i
@@ -138,23 +141,30 @@ fn check(a: &FleetArgs) -> Result<()> {
     Ok(())
 }
 
-/// Both tests of one direction, merged.
-fn direction(l: &Launcher, client: &str, server: &str, port: u16, logs: &mut String) -> Direction {
-    let (bw, bw_log) = l.measure(Test::Bw, client, server, port);
-    let (lat, lat_log) = l.measure(Test::Lat, client, server, port);
-    logs.push_str(&format!(
-        "### write-bw {client} → {server}\n{bw_log}### write-lat {client} → {server}\n{lat_log}"
-    ));
-    Direction {
-        bw_mbps: bw.bw_mbps,
-        lat_us: lat.lat_us,
-        errors: bw.errors.into_iter().chain(lat.errors).collect(),
-        counters: bw.counters.into_iter().chain(lat.counters).collect(),
-        trusted: bw.trusted && lat.trusted,
+/// One direction's bandwidth, and with `lat` the pair's latency (write-lat measures a round
+/// trip, which has no direction: one run per pair).
+fn direction(
+    l: &Launcher,
+    (client, server): (&str, &str),
+    port: u16,
+    lat: bool,
+    logs: &mut String,
+) -> Direction {
+    let (mut d, log) = l.measure(Test::Bw, client, server, port);
+    logs.push_str(&format!("### write-bw {client} → {server}\n{log}"));
+    if lat {
+        let (t, log) = l.measure(Test::Lat, client, server, port);
+        logs.push_str(&format!("### write-lat {client} ↔ {server}\n{log}"));
+        d.lat_us = t.lat_us;
+        d.errors.extend(t.errors);
+        d.counters.extend(t.counters);
+        d.trusted &= t.trusted;
     }
+    d
 }
 
-/// Measures pair `(a, b)` in both directions on `port`; its logs go under `logs/`.
+/// Measures pair `(a, b)` on `port`: bandwidth both ways, latency once; its logs go under
+/// `logs/`.
 fn measure_pair(
     l: &Launcher,
     hosts: &[String],
@@ -164,8 +174,8 @@ fn measure_pair(
     retested: bool,
 ) -> PairResult {
     let mut log = String::new();
-    let ab = direction(l, &hosts[a], &hosts[b], port, &mut log);
-    let ba = direction(l, &hosts[b], &hosts[a], port, &mut log);
+    let ab = direction(l, (&hosts[a], &hosts[b]), port, true, &mut log);
+    let ba = direction(l, (&hosts[b], &hosts[a]), port, false, &mut log);
     let name = format!(
         "{}-{}{}.log",
         hosts[a],

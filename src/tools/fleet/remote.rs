@@ -190,13 +190,7 @@ impl Launcher {
             ));
         }
         if let Ok(o) = &c {
-            let value = results::parse(&o.output)
-                .into_iter()
-                .filter(|m| m.kind == Kind::Total)
-                .find_map(|m| match test {
-                    Test::Bw => m.metrics.get(Metric::BwMbps),
-                    Test::Lat => m.metrics.get(Metric::LatMedianUs),
-                });
+            let value = value_of(test, &o.output);
             match (test, value) {
                 (Test::Bw, v) => d.bw_mbps = v,
                 (Test::Lat, v) => d.lat_us = v,
@@ -210,9 +204,29 @@ impl Launcher {
     }
 }
 
+/// The value a tool's client printed: BW average (MB/s) or t_typical (µs), from its table.
+fn value_of(test: Test, output: &str) -> Option<f64> {
+    results::parse(output)
+        .into_iter()
+        .filter(|m| m.kind == Kind::Summary)
+        .find_map(|m| match test {
+            Test::Bw => m.metrics.get(Metric::BwMbps),
+            Test::Lat => m.metrics.get(Metric::LatMedianUs),
+        })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::sh_quote;
+    use super::{sh_quote, value_of, Test};
+
+    #[test]
+    fn the_clients_tables_give_the_values() {
+        let bw = include_str!("../../../tests/data/compare/ours-write-bw-s32.txt");
+        let lat = include_str!("../../../tests/data/compare/ours-write-lat-s8.txt");
+        assert!(value_of(Test::Bw, bw).is_some_and(|v| v > 0.0), "{bw}");
+        assert!(value_of(Test::Lat, lat).is_some_and(|v| v > 0.0), "{lat}");
+        assert_eq!(value_of(Test::Lat, bw), None);
+    }
 
     #[test]
     fn remote_arguments_are_quoted_for_the_shell() {

@@ -29,7 +29,8 @@ pub struct Direction {
 }
 
 /// Hosts `a` and `b` (indices into the fleet's host list), `ab` measured with `a` as the
-/// client (sender), `ba` the other way round.
+/// client (sender), `ba` the other way round; the latency (a round trip) is measured once, in
+/// `ab`.
 #[derive(Debug, Clone)]
 pub struct PairResult {
     /// One host.

@@ -42,8 +42,18 @@ Examples:
 #[command(after_help = AFTER)]
 pub struct PlotArgs {
     /// Sweep JSON/CSV files, or the suite's results.csv; several files overlay as series
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required_unless_present = "trend", value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Draw one --metric of a history database over time instead (rdma-bench history): one
+    /// series per host, device, tool and parameters, baselines as flat lines
+    #[arg(long, value_name = "DB", conflicts_with_all = ["files", "x", "kind", "labels", "log_x", "linear_x"])]
+    pub trend: Option<PathBuf>,
+    /// With --trend: runs of this tool only
+    #[arg(long, value_name = "T", requires = "trend")]
+    pub tool: Option<String>,
+    /// With --trend: runs of this host only
+    #[arg(long, value_name = "H", requires = "trend")]
+    pub host: Option<String>,
     /// Output file, ending in .svg or .png [default: the first FILE with .svg]
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -79,7 +89,10 @@ pub struct PlotArgs {
 /// Runs `rdma-bench plot`. Bad input is a usage error (exit 2); a failure to write the output
 /// is an error of its own (exit 1).
 pub fn run(a: PlotArgs) -> Result<()> {
-    let (chart, out) = prepare(&a).map_err(|e| Error::usage(e.to_string()))?;
+    let (chart, out) = match &a.trend {
+        Some(db) => trend(&a, db)?,
+        None => prepare(&a).map_err(|e| Error::usage(e.to_string()))?,
+    };
     let svg = draw::svg(&chart)?;
     write(&out, &svg)?;
     let n = match &chart {
@@ -88,6 +101,45 @@ pub fn run(a: PlotArgs) -> Result<()> {
     };
     println!("wrote {} ({n} series)", out.display());
     Ok(())
+}
+
+/// `--trend DB`: the chart of one metric over the history's runs.
+fn trend(a: &PlotArgs, db: &Path) -> Result<(Chart, PathBuf)> {
+    let metric = match a.metrics.as_slice() {
+        [m] => m,
+        [] => {
+            return Err(Error::usage(
+                "--trend needs a --metric (mops, bw_mbps, lat_p99_us, …)",
+            ))
+        }
+        _ => return Err(Error::usage("--trend draws one --metric")),
+    };
+    let out = a.output.clone().unwrap_or_else(|| db.with_extension("svg"));
+    check_output(&out).map_err(|e| Error::usage(e.to_string()))?;
+    let lines = crate::tools::history::trend::chart(
+        db,
+        metric,
+        a.tool.as_deref(),
+        a.host.as_deref(),
+        a.title.as_deref(),
+    )?;
+    Ok((Chart::Lines(lines), out))
+}
+
+/// Refuses an output that is neither .svg nor (with rsvg-convert) .png.
+fn check_output(out: &Path) -> Result<()> {
+    match out.extension().and_then(|e| e.to_str()) {
+        Some("svg") => Ok(()),
+        Some("png") if find_on_path("rsvg-convert").is_some() => Ok(()),
+        Some("png") => Err(Error::config(
+            "PNG output needs rsvg-convert on PATH (Debian/Ubuntu: apt-get install \
+             librsvg2-bin); or write SVG with -o FILE.svg",
+        )),
+        _ => Err(Error::config(format!(
+            "output {} must end in .svg or .png",
+            out.display()
+        ))),
+    }
 }
 
 /// Checks the flags, reads the files and resolves the chart; every error is the user's input.
@@ -103,22 +155,7 @@ pub fn prepare(a: &PlotArgs) -> Result<(Chart, PathBuf)> {
         Some(o) => o.clone(),
         None => a.files[0].with_extension("svg"),
     };
-    match out.extension().and_then(|e| e.to_str()) {
-        Some("svg") => {}
-        Some("png") if find_on_path("rsvg-convert").is_some() => {}
-        Some("png") => {
-            return Err(Error::config(
-                "PNG output needs rsvg-convert on PATH (Debian/Ubuntu: apt-get install \
-                 librsvg2-bin); or write SVG with -o FILE.svg",
-            ))
-        }
-        _ => {
-            return Err(Error::config(format!(
-                "output {} must end in .svg or .png",
-                out.display()
-            )))
-        }
-    }
+    check_output(&out)?;
     let mut inputs = Vec::new();
     for (i, f) in a.files.iter().enumerate() {
         inputs.push(input::read(f, a.labels.get(i).map(String::as_str))?);

@@ -114,6 +114,7 @@ fn our_json(v: &Value, label: Option<&str>) -> Option<Measurement> {
     m.threads = u(v, "threads");
     m.thread = u(v, "thread");
     m.trusted = v.get("trusted").and_then(Value::as_bool);
+    m.facts = super::Facts::of_json(v);
     if flag(v, "machine_summary") {
         // rc-swarm: one line per process, whose rates add up.
         m.role = Some("machine".into());

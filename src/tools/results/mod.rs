@@ -16,6 +16,7 @@ pub mod sweep_file;
 pub use lines::{command_hints, Hints};
 pub use metric::{Metric, Metrics};
 pub use points::{points, Key, Point};
+pub use sweep_file::points_of_suite;
 
 use crate::error::{Error, Result};
 
@@ -89,6 +90,64 @@ pub struct Measurement {
     /// What the fabric's counters said of the run (`"trusted"` in our JSON and in our perftest
     /// documents): false when it is questionable; None when nothing says.
     pub trusted: Option<bool>,
+    /// Where it ran and what the counters saw, as far as the output says.
+    pub facts: Facts,
+}
+
+/// What a result's own output says beyond its values: the device it ran on and the fabric's
+/// counters over the run (our `--json` summaries and perftest documents: `counters`,
+/// `questionable`, perftest's `Device`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    /// The RDMA device (`rxe0`).
+    pub device: Option<String>,
+    /// Its port.
+    pub port: Option<u32>,
+    /// The counters' change over the run: (port as `rxe0:1`, counter name, delta), in the
+    /// output's order.
+    pub counters: Vec<(String, String, f64)>,
+    /// The classes of counters that made the run questionable (`retransmission`, `link`, …).
+    pub questionable: Vec<String>,
+}
+
+impl Facts {
+    /// The facts of a JSON object that carries our counters fields (`counters`: port → name →
+    /// delta; `questionable`) and perftest's `test_info.Device`.
+    pub(crate) fn of_json(v: &serde_json::Value) -> Facts {
+        let mut f = Facts::default();
+        if let Some(ports) = v.get("counters").and_then(serde_json::Value::as_object) {
+            for (port, names) in ports {
+                let Some(names) = names.as_object() else {
+                    continue;
+                };
+                if f.device.is_none() {
+                    if let Some((d, p)) = port.rsplit_once(':') {
+                        f.device = Some(d.to_string());
+                        f.port = p.parse().ok();
+                    }
+                }
+                for (name, delta) in names {
+                    if let Some(d) = delta.as_f64() {
+                        f.counters.push((port.clone(), name.clone(), d));
+                    }
+                }
+            }
+        }
+        if let Some(q) = v.get("questionable").and_then(serde_json::Value::as_array) {
+            f.questionable = q
+                .iter()
+                .filter_map(|c| c.as_str().map(str::to_string))
+                .collect();
+        }
+        if let Some(d) = v
+            .get("test_info")
+            .and_then(|i| i.get("Device"))
+            .and_then(serde_json::Value::as_str)
+        {
+            f.device = Some(d.to_string());
+        }
+        f
+    }
 }
 
 impl Measurement {
@@ -106,6 +165,7 @@ impl Measurement {
             kind,
             metrics: Metrics::default(),
             trusted: None,
+            facts: Facts::default(),
         }
     }
 }

@@ -210,6 +210,7 @@ pub(super) fn parse_document(doc: &Value, label: Option<&str>) -> Vec<Measuremen
     };
     // Ours carries the counters' verdict of the whole test.
     let trusted = doc.get("trusted").and_then(Value::as_bool);
+    let facts = super::Facts::of_json(doc);
     let gbits = doc
         .get("results")
         .and_then(|r| r.get("BW_unit"))
@@ -222,6 +223,7 @@ pub(super) fn parse_document(doc: &Value, label: Option<&str>) -> Vec<Measuremen
             m.op = title.op.clone();
             m.role = label.map(str::to_string);
             m.trusted = trusted;
+            m.facts = facts.clone();
             m.size = num(r, "MsgSize").map(|v| v as u64);
             m.postlist = Some(postlist);
             let k = if gbits { MBPS_PER_GBPS } else { 1.0 };

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Kind, Measurement, Metric, Metrics, Source};
+use super::{Facts, Kind, Measurement, Metric, Metrics, Source};
 
 /// What identifies a point across files: the operation and the run's shape, each as far as the
 /// file says (None matches anything).
@@ -59,6 +59,11 @@ pub struct Point {
     /// False when the fabric's counters made a run behind it questionable; None when nothing
     /// says.
     pub trusted: Option<bool>,
+    /// Parameters the file names beyond the key (a sweep's other parameters, a suite row's role
+    /// and flags), name → value as written.
+    pub params: BTreeMap<String, String>,
+    /// The device and counters of the run behind it, as far as its output says.
+    pub facts: Facts,
 }
 
 /// The side whose numbers are the benchmark's result, where both report: the descriptor's
@@ -170,6 +175,25 @@ pub fn points(all: &[Measurement]) -> Vec<Point> {
             .iter()
             .filter_map(|m| m.trusted)
             .reduce(|a, b| a && b);
+        // The counters of the first process that reported some (the processes of one run on
+        // one host watch the same ports), the device of the first that names one, every class.
+        let mut facts = of_key
+            .iter()
+            .find(|m| !m.facts.counters.is_empty())
+            .map(|m| m.facts.clone())
+            .unwrap_or_default();
+        if facts.device.is_none() {
+            if let Some(m) = of_key.iter().find(|m| m.facts.device.is_some()) {
+                (facts.device, facts.port) = (m.facts.device.clone(), m.facts.port);
+            }
+        }
+        for m in &of_key {
+            for q in &m.facts.questionable {
+                if !facts.questionable.contains(q) {
+                    facts.questionable.push(q.clone());
+                }
+            }
+        }
         if !metrics.is_empty() {
             out.push(Point {
                 source,
@@ -177,6 +201,8 @@ pub fn points(all: &[Measurement]) -> Vec<Point> {
                 key,
                 metrics,
                 trusted,
+                params: BTreeMap::new(),
+                facts,
             });
         }
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Key, Metric, Metrics, Point, Source};
+use super::{Facts, Key, Metric, Metrics, Point, Source};
 
 /// One metric's statistics over the repetitions of a point.
 #[derive(Debug, Clone, PartialEq)]
@@ -308,8 +308,9 @@ fn distinct_labels(rows: Vec<(String, String, f64, bool)>) -> Vec<SuiteRow> {
     out
 }
 
-/// Parses the suite's `results.csv`: rows without a Mops value are left out.
-pub fn parse_suite(text: &str) -> Result<Vec<SuiteRow>, String> {
+/// The rows of the suite's `results.csv` after its header: (line number, cells), each with at
+/// least the six leading columns.
+fn suite_cells(text: &str) -> Result<Vec<(usize, Vec<String>)>, String> {
     let mut rows = Vec::new();
     for (ln, line) in text.lines().enumerate().skip(1) {
         if line.trim().is_empty() {
@@ -323,10 +324,19 @@ pub fn parse_suite(text: &str) -> Result<Vec<SuiteRow>, String> {
                 c.len()
             ));
         }
+        rows.push((ln + 1, c));
+    }
+    Ok(rows)
+}
+
+/// Parses the suite's `results.csv`: rows without a Mops value are left out.
+pub fn parse_suite(text: &str) -> Result<Vec<SuiteRow>, String> {
+    let mut rows = Vec::new();
+    for (ln, c) in suite_cells(text)? {
         if c[5].trim().is_empty() {
             continue;
         }
-        let mops = cell_f64(&c, 5, "mops", ln + 1)?;
+        let mops = cell_f64(&c, 5, "mops", ln)?;
         let shape = match (c[3].trim(), c[4].trim()) {
             ("", "") => String::new(),
             (s, "") => s.to_string(),
@@ -346,6 +356,58 @@ pub fn parse_suite(text: &str) -> Result<Vec<SuiteRow>, String> {
     Ok(distinct_labels(rows))
 }
 
+/// The rows of the suite's `results.csv` as points: bench, op, size and postlist as the key, the
+/// role and the other flags as parameters, Mops and the latency columns as metrics, `trusted`
+/// (0/1) as the verdict. Rows without any value are left out.
+pub fn points_of_suite(text: &str) -> Result<Vec<Point>, String> {
+    let columns = [
+        (5, Metric::Mops),
+        (6, Metric::LatAvgUs),
+        (7, Metric::LatMedianUs),
+        (8, Metric::LatP99Us),
+    ];
+    let mut out = Vec::new();
+    for (ln, c) in suite_cells(text)? {
+        let cell = |i: usize| c.get(i).map_or("", |s| s.trim());
+        let mut metrics = Metrics::default();
+        for (i, m) in columns {
+            if !cell(i).is_empty() {
+                metrics.set(m, cell_f64(&c, i, m.name(), ln)?);
+            }
+        }
+        if metrics.is_empty() {
+            continue;
+        }
+        let n = |i: usize| cell(i).parse::<u64>().ok();
+        let key = Key {
+            op: Some(cell(2).to_uppercase()).filter(|s| !s.is_empty()),
+            size: n(3),
+            postlist: n(4),
+            threads: None,
+        };
+        let mut params = BTreeMap::new();
+        for (name, i) in [("role", 1), ("flags", 9)] {
+            if !cell(i).is_empty() {
+                params.insert(name.to_string(), cell(i).to_string());
+            }
+        }
+        out.push(Point {
+            source: Source::Ours,
+            bench: cell(0).to_string(),
+            key,
+            metrics,
+            trusted: match cell(10) {
+                "1" => Some(true),
+                "0" => Some(false),
+                _ => None,
+            },
+            params,
+            facts: Facts::default(),
+        });
+    }
+    Ok(out)
+}
+
 /// Fills the key field a sweep parameter stands for (`size`, `postlist`, `threads` or
 /// `num_threads`, `op`, `do_read`).
 fn key_param(key: &mut Key, name: &str, value: &str) {
@@ -363,9 +425,14 @@ fn key_param(key: &mut Key, name: &str, value: &str) {
 /// A sweep point's medians as a [`Point`] (its key from the parameters that name one).
 fn point_of(p: &SweepPoint, params: &[String]) -> Result<Point, String> {
     let mut key = Key::default();
+    let mut others = BTreeMap::new();
     for name in params {
         if let Some(v) = p.params.get(name) {
+            let before = key.clone();
             key_param(&mut key, name, v);
+            if key == before {
+                others.insert(name.clone(), v.clone());
+            }
         }
     }
     if let Some(op) = &p.op {
@@ -387,6 +454,8 @@ fn point_of(p: &SweepPoint, params: &[String]) -> Result<Point, String> {
         key,
         metrics,
         trusted: (p.untrusted > 0).then_some(false),
+        params: others,
+        facts: Facts::default(),
     })
 }
 

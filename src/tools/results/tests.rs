@@ -183,3 +183,28 @@ fn the_side_that_counts_where_both_report() {
     let p = points(&parse(&(line("client", 1.0) + &line("client", 1.5))));
     assert_eq!(mops(&p[0]), 2.5);
 }
+
+#[test]
+fn summaries_carry_their_device_and_counters_and_suite_rows_are_points() {
+    let line = r#"{"bench":"rw-tput-sender","role":"server","op":"WRITE","size":32,"postlist":1,"summary":true,"ok":true,"threads":1,"mops":2.0,"counters":{"rxe0:1":{"duplicate_request":566,"sent_pkts":9000}},"questionable":["retransmission"],"trusted":false}"#;
+    let p = points(&parse(line));
+    assert_eq!(p.len(), 1);
+    let f = &p[0].facts;
+    assert_eq!((f.device.as_deref(), f.port), (Some("rxe0"), Some(1)));
+    assert_eq!(
+        f.counters,
+        [
+            ("rxe0:1".to_string(), "duplicate_request".to_string(), 566.0),
+            ("rxe0:1".to_string(), "sent_pkts".to_string(), 9000.0)
+        ]
+    );
+    assert_eq!(f.questionable, ["retransmission"]);
+    let csv =
+        "bench,role,op,size,postlist,mops,lat_avg_us,lat_median_us,lat_p99_us,flags,trusted\n\
+               rw-postlist-latency,server,write,32,16,,4.2,4.1,6.3,--num-threads 1,0\n";
+    let p = points_of_suite(csv).unwrap();
+    assert_eq!(p[0].key.op.as_deref(), Some("WRITE"));
+    assert_eq!(p[0].metrics.get(Metric::LatP99Us), Some(6.3));
+    assert_eq!(p[0].params["flags"], "--num-threads 1");
+    assert_eq!(p[0].trusted, Some(false));
+}
