@@ -181,7 +181,8 @@ fn degraded_node_is_the_suspect(hosts: &[String]) {
     let mut with_nobody = hosts.to_vec();
     with_nobody.push(NOBODY.into());
     let degraded = Degraded::on(&hosts[2]);
-    let (code, stdout, stderr) = fleet(&with_nobody, &out, &[]);
+    let prom = out.join("fleet.prom");
+    let (code, stdout, stderr) = fleet(&with_nobody, &out, &["--prom", prom.to_str().unwrap()]);
     drop(degraded);
     let j = json(&out);
     assert_eq!(
@@ -247,6 +248,13 @@ fn degraded_node_is_the_suspect(hosts: &[String]) {
             "{svg}: a cell per pair of 4 hosts"
         );
     }
+    // Every measured value in the textfile format, node 2 as a sender among them.
+    let prom = std::fs::read_to_string(&prom).expect("--prom wrote its file");
+    let node2 = format!("rdma_bench_gbps{{host=\"{}\"", hosts[2]);
+    assert!(
+        prom.contains(&node2) && prom.contains("rdma_bench_latency_seconds{"),
+        "{prom}"
+    );
     println!("degraded fleet:\n{stdout}");
 }
 

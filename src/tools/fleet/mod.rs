@@ -82,6 +82,11 @@ pub struct FleetArgs {
     /// Where the matrices, heatmaps, JSON and logs go
     #[arg(long, default_value = "fleet-out")]
     pub out: PathBuf,
+    /// Also write every measured value to FILE in the Prometheus textfile-collector format
+    /// (rdma_bench_gbps, rdma_bench_latency_seconds, rdma_bench_trusted; labels host = sender,
+    /// peer, test, size), atomically (a temporary file renamed over FILE)
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
     /// Flags for every tool run (device, port, GID index, …), after --
     #[arg(last = true, value_name = "TOOL FLAGS")]
     pub tool_flags: Vec<String>,
@@ -134,6 +139,18 @@ fn check(a: &FleetArgs) -> Result<()> {
         return Err(Error::Usage(
             "--duration, --lat-iters and --size must be at least 1".into(),
         ));
+    }
+    if let Some(p) = &a.prom {
+        let dir = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() {
+            return Err(Error::Usage(format!(
+                "--prom: {} is not a directory",
+                dir.display()
+            )));
+        }
     }
     if a.ssh.split_whitespace().next().is_none() {
         return Err(Error::Usage("--ssh is empty".into()));
@@ -317,6 +334,12 @@ pub fn run(a: FleetArgs) -> Result<()> {
     fleet.interrupted = attention.stop_requested();
     print!("{}", report::table(&fleet));
     report::write(&mut fleet, &a.out)?;
+    if let Some(path) = &a.prom {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        crate::tools::history::write_prom(path, &report::runs(&fleet, a.size, now))?;
+    }
     println!("fleet: files in {}", a.out.display());
     if fleet.interrupted {
         return Err(Error::Stopped(

@@ -7,7 +7,9 @@ use serde_json::{json, Value};
 
 use super::verdict::{self, Direction, HostVerdict, PairResult, Thresholds};
 use crate::error::{Error, Result};
+use crate::tools::history::db::{Run, Value as RunValue};
 use crate::tools::plot::heatmap::{self, Heatmap};
+use crate::tools::results::Metric;
 
 /// Everything a fleet run measured and concluded.
 #[derive(Debug)]
@@ -247,6 +249,56 @@ pub fn write(f: &mut Fleet, dir: &Path) -> Result<()> {
         write_file(&dir.join(name), &svg)?;
     }
     Ok(())
+}
+
+/// Every measured value as a history run (host = the sender, the peer and test as parameters),
+/// for `--prom`: the fleet's results in the same textfile format as `history prom`'s.
+pub fn runs(f: &Fleet, size: u64, at: f64) -> Vec<Run> {
+    let mut out = Vec::new();
+    for p in &f.pairs {
+        let tests = [
+            (p.a, p.b, &p.ab, "write-bw", Metric::BwMbps, p.ab.bw_mbps),
+            (p.b, p.a, &p.ba, "write-bw", Metric::BwMbps, p.ba.bw_mbps),
+            (
+                p.a,
+                p.b,
+                &p.ab,
+                "write-lat",
+                Metric::LatMedianUs,
+                p.ab.lat_us,
+            ),
+        ];
+        for (from, to, d, test, metric, value) in tests {
+            let Some(value) = value else { continue };
+            let params = if test == "write-bw" {
+                json!({"peer": f.hosts[to], "size": size, "test": test})
+            } else {
+                json!({"peer": f.hosts[to], "test": test})
+            };
+            out.push(Run {
+                id: out.len() as i64,
+                batch: 0,
+                time: at,
+                time_text: String::new(),
+                host: f.hosts[from].clone(),
+                device: None,
+                port: None,
+                versions: Default::default(),
+                tool: "fleet".into(),
+                params: params.to_string(),
+                trusted: Some(d.trusted),
+                questionable: Vec::new(),
+                metrics: vec![RunValue {
+                    name: metric.name().into(),
+                    value,
+                    unit: metric.unit().into(),
+                    lower_is_better: metric.lower_is_better(),
+                }],
+                counters: Vec::new(),
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]
