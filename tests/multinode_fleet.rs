@@ -6,7 +6,7 @@
 //! host is "unreachable". Outside that testbed it fails, never skips.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -122,6 +122,18 @@ impl Drop for Degraded {
     }
 }
 
+/// Where a scenario's files go: the testbed's share (on the host afterwards: the heatmaps of a CI
+/// run can be looked at), else the guest's temporary directory.
+fn out_dir(scenario: &str) -> PathBuf {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/softroce-share/multinode-fleet")
+        .join(scenario);
+    if std::fs::create_dir_all(&shared).is_ok() {
+        return shared;
+    }
+    std::env::temp_dir().join(format!("fleet-{scenario}"))
+}
+
 fn json(out: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(out.join("fleet.json")).expect("fleet.json written");
     serde_json::from_str(&text).expect("fleet.json parses")
@@ -152,7 +164,7 @@ fn verdicts(j: &serde_json::Value) -> Vec<String> {
 }
 
 fn healthy_fleet_flags_nothing(hosts: &[String]) {
-    let out = std::env::temp_dir().join("fleet-healthy");
+    let out = out_dir("healthy");
     let (code, stdout, stderr) = fleet(hosts, &out, &[]);
     let j = json(&out);
     assert_eq!(code, 0, "a healthy fleet:\n{stdout}\n{stderr}");
@@ -177,7 +189,7 @@ fn healthy_fleet_flags_nothing(hosts: &[String]) {
 }
 
 fn degraded_node_is_the_suspect(hosts: &[String]) {
-    let out = std::env::temp_dir().join("fleet-degraded");
+    let out = out_dir("degraded");
     let mut with_nobody = hosts.to_vec();
     with_nobody.push(NOBODY.into());
     let degraded = Degraded::on(&hosts[2]);
