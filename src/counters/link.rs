@@ -2,7 +2,9 @@
 //! read about once a second by the report clock, never in the hot loop, so that a run that fails
 //! can say when its link went down and came back ("the link of rxe0:1 went down at 7.2 s").
 
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::time::Instant;
 
 use super::PortRef;
@@ -26,22 +28,40 @@ impl LinkEvent {
     }
 }
 
+/// One port's state file, kept open: a sample is one `pread` into a stack buffer, no path
+/// built and nothing allocated unless the state changed (sysfs makes the text anew at offset 0).
+#[derive(Debug)]
+struct Watched {
+    port: PortRef,
+    file: Option<File>,
+    /// The state it was last seen in.
+    last: String,
+}
+
 /// The state of every port of a run, from the start of its window.
 #[derive(Debug)]
 pub struct LinkLog {
-    sys: PathBuf,
     start: Instant,
-    /// Each port and the state it was last seen in.
-    ports: Vec<(PortRef, String)>,
+    ports: Vec<Watched>,
     events: Vec<LinkEvent>,
 }
 
 impl LinkLog {
     /// Reads the state of `ports` under `sys` now: the window opens.
     pub fn start(sys: &Path, ports: &[PortRef]) -> LinkLog {
-        let ports = ports.iter().map(|p| (p.clone(), state(sys, p))).collect();
+        let ports = ports
+            .iter()
+            .map(|p| {
+                let file = File::open(state_path(sys, p)).ok();
+                let last = file.as_ref().map(read_state).unwrap_or_default();
+                Watched {
+                    port: p.clone(),
+                    file,
+                    last,
+                }
+            })
+            .collect();
         LinkLog {
-            sys: sys.to_path_buf(),
             start: Instant::now(),
             ports,
             events: Vec::new(),
@@ -50,16 +70,18 @@ impl LinkLog {
 
     /// Reads every port's state again and records the changes (one small sysfs read per port).
     pub fn sample(&mut self) {
-        let at_s = self.start.elapsed().as_secs_f64();
-        for (port, last) in &mut self.ports {
-            let now = state(&self.sys, port);
-            if now != *last && !now.is_empty() {
+        for w in &mut self.ports {
+            let Some(f) = &w.file else { continue };
+            let mut buf = [0u8; 64];
+            let n = f.read_at(&mut buf, 0).unwrap_or(0);
+            let now = state_word(&buf[..n]);
+            if now != w.last && !now.is_empty() {
                 self.events.push(LinkEvent {
-                    port: port.clone(),
-                    at_s,
-                    state: now.clone(),
+                    port: w.port.clone(),
+                    at_s: self.start.elapsed().as_secs_f64(),
+                    state: now.to_string(),
                 });
-                *last = now;
+                w.last = now.to_string();
             }
         }
     }
@@ -118,22 +140,33 @@ pub fn json(events: &[LinkEvent]) -> Vec<JsonObject> {
 }
 
 /// A port's state word (`ACTIVE`, `DOWN`, …) from sysfs's `4: ACTIVE`; empty when unreadable.
-fn state(sys: &Path, p: &PortRef) -> String {
-    let path = sys
-        .join("class/infiniband")
+fn state_path(sys: &Path, p: &PortRef) -> std::path::PathBuf {
+    sys.join("class/infiniband")
         .join(&p.device)
         .join("ports")
         .join(p.port.to_string())
-        .join("state");
-    std::fs::read_to_string(path)
+        .join("state")
+}
+
+/// The word of a state file's text (`4: ACTIVE` → `ACTIVE`); empty when unreadable.
+fn state_word(text: &[u8]) -> &str {
+    std::str::from_utf8(text)
         .ok()
-        .and_then(|s| s.split(':').nth(1).map(|w| w.trim().to_string()))
-        .unwrap_or_default()
+        .and_then(|s| s.split(':').nth(1))
+        .map_or("", str::trim)
+}
+
+fn read_state(f: &File) -> String {
+    let mut buf = [0u8; 64];
+    let n = f.read_at(&mut buf, 0).unwrap_or(0);
+    state_word(&buf[..n]).to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::path::PathBuf;
 
     fn port_dir(root: &Path) -> PathBuf {
         let d = root.join("class/infiniband/rxe0/ports/1");

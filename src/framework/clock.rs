@@ -84,8 +84,8 @@ impl ReportClock {
         }
         self.tend_registry();
         self.counters.mark_progress();
-        self.fabric.step();
         let now = Instant::now();
+        self.fabric.step(now);
         let threads = self.counters.len();
         if !self.measuring {
             if self.counting && (0..threads).all(|t| self.counters.get(t) == 0) {

@@ -76,10 +76,9 @@ impl Fabric {
         }
     }
 
-    /// The report clock's step: reads the link states when a second has passed.
-    pub(crate) fn step(&self) {
+    /// The report clock's step at `now`: reads the link states when a second has passed.
+    pub(crate) fn step(&self, now: Instant) {
         if let Some(w) = lock(&self.window).as_mut() {
-            let now = Instant::now();
             if now >= w.next_link {
                 w.links.sample();
                 w.next_link = now + LINK_EVERY;
