@@ -6,6 +6,8 @@
 
 #[path = "common/swarm.rs"]
 mod swarm;
+#[path = "common/threenode.rs"]
+mod threenode;
 
 use std::io::Read;
 use std::net::TcpStream;
@@ -14,34 +16,11 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use swarm::check_machine;
+use threenode::{addresses, env, node, wait_for, NODES};
 
 /// The test registry's port on node 0 (run-all.sh starts its own on another).
 const PORT: u16 = 11511;
-const NODES: usize = 3;
 const BIN: &str = env!("CARGO_BIN_EXE_rc-swarm");
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!("{name} is not set: this test runs on every node of `softroce.sh run --nodes 3 --sshd` (bench_scripts/test.sh)")
-    })
-}
-
-fn node() -> usize {
-    env("SOFTROCE_NODE")
-        .parse()
-        .expect("SOFTROCE_NODE is a number")
-}
-
-/// Every node's address, in node order.
-fn addresses() -> Vec<String> {
-    let mut all: Vec<String> = env("SOFTROCE_PEERS")
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
-    all.insert(node(), env("RDMA_BENCH_IP"));
-    assert_eq!(all.len(), NODES, "this test needs --nodes {NODES}");
-    all
-}
 
 fn registry() -> String {
     format!("{}:{PORT}", addresses()[0])
@@ -83,14 +62,6 @@ impl Drop for Registry {
             let _ = c.kill();
             let _ = c.wait();
         }
-    }
-}
-
-fn wait_for(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + bound;
-    while !cond() {
-        assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

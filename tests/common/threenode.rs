@@ -1,0 +1,44 @@
+//! What the three-node tests share: the node this is, every node's address, a bounded wait.
+//! They run on every node of `softroce.sh run --nodes 3 --sshd` (bench_scripts/test.sh);
+//! outside that testbed they fail, never skip.
+
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+/// The testbed's size.
+pub const NODES: usize = 3;
+
+/// An environment variable the testbed sets.
+pub fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: this test runs on every node of `softroce.sh run --nodes 3 --sshd` (bench_scripts/test.sh)")
+    })
+}
+
+/// This node's number.
+pub fn node() -> usize {
+    env("SOFTROCE_NODE")
+        .parse()
+        .expect("SOFTROCE_NODE is a number")
+}
+
+/// Every node's address, in node order.
+pub fn addresses() -> Vec<String> {
+    let mut all: Vec<String> = env("SOFTROCE_PEERS")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    all.insert(node(), env("RDMA_BENCH_IP"));
+    assert_eq!(all.len(), NODES, "this test needs --nodes {NODES}");
+    all
+}
+
+/// Polls `cond` until it holds; fails after `bound`.
+pub fn wait_for(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + bound;
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
