@@ -38,7 +38,7 @@ const SIGNALED: u32 = 8;
 static PROCESS: AtomicU32 = AtomicU32::new(0);
 /// The low 32 bits of the time-stamp counter at the last tick, and the tick's period in counter
 /// ticks (at most 2^32 - 1: a longer period only makes ticks early). 32 bits are enough for a
-/// wrapping difference (50 ms is 2^28 ticks at 5 GHz) and spare the hot check a shift and an or.
+/// wrapping difference (100 ms is 2^29 ticks at 5 GHz) and spare the hot check a shift and an or.
 static LAST_TICK: AtomicU32 = AtomicU32::new(0);
 static PERIOD_TICKS: AtomicU32 = AtomicU32::new(u32::MAX);
 
@@ -155,10 +155,11 @@ pub struct Ticks {
 }
 
 impl Ticks {
-    /// The tick was taken: the next one is due a period from now.
-    pub fn rearm(&mut self) {
+    /// The tick was taken at `now` (the caller's clock read): the next one is due a period
+    /// from now.
+    pub fn rearm(&mut self, now: std::time::Instant) {
         LAST_TICK.store(self.clock.stamp() as u32, Ordering::Relaxed);
-        let period = self.clock.ticks_per_us() * self.period.as_secs_f64() * 1e6;
+        let period = self.clock.ticks_per_us_at(now) * self.period.as_secs_f64() * 1e6;
         PERIOD_TICKS.store((period as u32).max(1), Ordering::Relaxed);
     }
 }
@@ -185,7 +186,7 @@ mod tests {
             if at.is_raised() {
                 assert!(at.tick_due() && !at.stop_requested());
                 seen += 1;
-                ticks.rearm();
+                ticks.rearm(Instant::now());
             }
             std::thread::sleep(Duration::from_millis(1));
         }

@@ -25,6 +25,7 @@ fn info(qpn: u32) -> QpInfo {
         buf_addr: 0x1000 * u64::from(qpn),
         buf_size: 8192,
         rkey: 77 + qpn,
+        mtu: 3,
     }
 }
 
@@ -38,7 +39,7 @@ fn quick(timeout_ms: u64) -> WaitOptions {
 /// Writes a raw value under `key`, bypassing our encoder.
 /// One heartbeat: nothing lost, the registry answers.
 fn tend_fine() {
-    match rdma_bench::registry::tend() {
+    match rdma_bench::registry::tend(std::time::Instant::now()) {
         Tended::Fine | Tended::Back(_) => {}
         other => panic!("tend: {other:?}"),
     }
@@ -346,7 +347,7 @@ fn a_watched_peer_that_leaves_without_done_is_lost_and_one_that_says_done_is_not
     drop(peer); // deletes both entries; only server-1 said done
     let t0 = Instant::now();
     let e = loop {
-        match rdma_bench::registry::tend() {
+        match rdma_bench::registry::tend(std::time::Instant::now()) {
             Tended::PeerGone(e) => break e,
             Tended::Fine => {}
             other => panic!("{other:?}"),
@@ -410,7 +411,7 @@ fn a_late_heartbeat_is_forgiven_and_a_failure_marker_is_not() {
     );
     let t0 = Instant::now();
     let e = loop {
-        if let Tended::PeerGone(e) = rdma_bench::registry::tend() {
+        if let Tended::PeerGone(e) = rdma_bench::registry::tend(std::time::Instant::now()) {
             break e;
         }
         assert!(
@@ -439,7 +440,7 @@ fn a_registry_outage_is_survived_and_our_entries_come_back() {
     let t0 = Instant::now();
     let mut firsts = 0;
     while t0.elapsed() < Duration::from_secs(6) {
-        match rdma_bench::registry::tend() {
+        match rdma_bench::registry::tend(std::time::Instant::now()) {
             Tended::Unreachable { first, .. } => firsts += usize::from(first),
             Tended::Fine => {}
             other => panic!("{other:?}"),
@@ -450,7 +451,7 @@ fn a_registry_outage_is_survived_and_our_entries_come_back() {
     let m = Memcached::start_on(port);
     let t0 = Instant::now();
     loop {
-        if let Tended::Back(_) = rdma_bench::registry::tend() {
+        if let Tended::Back(_) = rdma_bench::registry::tend(std::time::Instant::now()) {
             break;
         }
         assert!(

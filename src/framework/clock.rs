@@ -1,7 +1,8 @@
 //! The report clock: what happens around the measurement while it runs, every [`step`]
-//! (50 ms): the registry's heartbeat and peer watches, progress marks, the links' state (once a
-//! second), the once-a-second per-thread report, stability-mode rows, and the end of the run at `--duration` (counted
-//! from the first operation).
+//! (100 ms): the registry's heartbeat and peer watches, progress marks, the links' state (once a
+//! second, from the first step after the window opened), the once-a-second per-thread report,
+//! stability-mode rows, and the end of the run at `--duration` (counted from the first
+//! operation).
 //!
 //! [`step`]: ReportClock::step
 
@@ -31,7 +32,12 @@ pub(crate) struct ReportClock {
     next_stats: Instant,
     /// On a one-thread run: the tick armed on the worker, re-armed at each step.
     ticks: Option<Ticks>,
+    /// When the links' state is read next.
+    next_link: Instant,
 }
+
+/// How often the links' state is read while measuring.
+const LINK_EVERY: Duration = Duration::from_secs(1);
 
 impl ReportClock {
     pub(crate) fn new(
@@ -56,6 +62,7 @@ impl ReportClock {
             stats_every,
             next_stats: Instant::now(),
             ticks: None,
+            next_link: Instant::now() + LINK_EVERY,
         }
     }
 
@@ -65,6 +72,11 @@ impl ReportClock {
             ticks: Some(ticks),
             ..self
         }
+    }
+
+    /// The period to step at: `tick`, or the stability interval when that is shorter.
+    pub(crate) fn period(&self, tick: Duration) -> Duration {
+        self.stats_every.map_or(tick, |every| every.min(tick))
     }
 
     /// A reporter over the same counters, for a clock thread that did not come back.
@@ -79,13 +91,18 @@ impl ReportClock {
 
     /// One step of the clock (see the module docs).
     pub(crate) fn step(&mut self) {
-        if let Some(t) = &mut self.ticks {
-            t.rearm();
-        }
-        self.tend_registry();
-        self.counters.mark_progress();
+        // One clock read serves the whole step: under emulation (and callgrind) a read costs
+        // a few hundred instructions, and a one-thread run pays the step from its own loop.
         let now = Instant::now();
-        self.fabric.step(now);
+        if let Some(t) = &mut self.ticks {
+            t.rearm(now);
+        }
+        self.tend_registry(now);
+        self.counters.mark_progress(now);
+        if now >= self.next_link {
+            self.fabric.sample_links();
+            self.next_link = now + LINK_EVERY;
+        }
         let threads = self.counters.len();
         if !self.measuring {
             if self.counting && (0..threads).all(|t| self.counters.get(t) == 0) {
@@ -124,8 +141,8 @@ impl ReportClock {
     /// meeting and for "done": while it does not answer the run goes on (its connections say
     /// whether its peers live); a peer is lost when it says it failed, when another run took
     /// its name, or when its entry stayed away for [`crate::registry::GRACE`] after expiring.
-    fn tend_registry(&mut self) {
-        match crate::registry::tend() {
+    fn tend_registry(&mut self, now: Instant) {
+        match crate::registry::tend(now) {
             Tended::Fine => {}
             Tended::Back(after) => println!(
                 "main: the registry answers again (it did not for {:.0} s)",

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use crate::counters::{link, LinkLog, PortRef, Tolerance, Verdict, Watch};
 use crate::error::Error;
@@ -16,9 +15,6 @@ const SYSFS: &str = "/sys";
 
 /// The counters that say a link went down (the port's, and the netdev's carrier).
 const LINK_CHANGES: &[&str] = &["link_downed", "counters/link_downed", "net:carrier_changes"];
-
-/// How often the link state is read while measuring.
-const LINK_EVERY: Duration = Duration::from_secs(1);
 
 /// See the module docs.
 pub(crate) struct Fabric {
@@ -31,7 +27,6 @@ pub(crate) struct Fabric {
 struct Window {
     counters: Watch,
     links: LinkLog,
-    next_link: Instant,
     /// When a thread's measurement first failed, in seconds of the window.
     failed_at: Option<f64>,
 }
@@ -70,19 +65,15 @@ impl Fabric {
             *window = Some(Window {
                 counters: Watch::start(sys, &ports, self.tolerance.clone()),
                 links: LinkLog::start(sys, &ports),
-                next_link: Instant::now() + LINK_EVERY,
                 failed_at: None,
             });
         }
     }
 
-    /// The report clock's step at `now`: reads the link states when a second has passed.
-    pub(crate) fn step(&self, now: Instant) {
+    /// Reads the link states, if the window is open (the report clock's step, once a second).
+    pub(crate) fn sample_links(&self) {
         if let Some(w) = lock(&self.window).as_mut() {
-            if now >= w.next_link {
-                w.links.sample();
-                w.next_link = now + LINK_EVERY;
-            }
+            w.links.sample();
         }
     }
 

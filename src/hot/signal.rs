@@ -228,7 +228,7 @@ impl UnsignaledCounter {
 
     /// Reaps at least one send completion, and with [`Reap::Lazy`] every other one that has
     /// arrived (never the CQE of the WR about to be posted: it is not posted yet).
-    #[inline]
+    #[inline(always)]
     pub fn reap(&mut self, cq: &CompletionQueue, timeout: PollTimeout) -> Result<()> {
         let room = (self.signaled_out.saturating_sub(1) as usize).min(self.wcs.len());
         if room == 0 {

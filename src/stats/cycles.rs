@@ -62,7 +62,13 @@ impl CycleClock {
     /// Ticks per microsecond over the time since [`CycleClock::new`]: call it after sampling, so
     /// the interval is long and the two clock reads' cost is spread thin.
     pub fn ticks_per_us(&self) -> f64 {
-        let us = self.start.elapsed().as_secs_f64() * 1e6;
+        self.ticks_per_us_at(Instant::now())
+    }
+
+    /// [`CycleClock::ticks_per_us`] with the wall clock read by the caller (`now`): a caller
+    /// that already read it spares a second read.
+    pub fn ticks_per_us_at(&self, now: Instant) -> f64 {
+        let us = now.saturating_duration_since(self.start).as_secs_f64() * 1e6;
         let ticks = Self::ticks(self.start_stamp, Self::stamp_now()) as f64;
         if us > 0.0 && ticks > 0.0 {
             ticks / us

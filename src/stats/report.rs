@@ -68,10 +68,11 @@ impl Counters {
         self.slots[t].stopped.store(ns, Ordering::Release);
     }
     /// Notes, for every thread whose count grew since the last call, that it made progress now.
-    /// Called by the report clock (every 50 ms), never by the workers: a failed run's rate is
+    /// Called by the report clock (every tick, 100 ms), never by the workers: a failed run's rate is
     /// then measured up to the last progress, without the stall that detected the failure.
-    pub fn mark_progress(&self) {
-        let ns = self.epoch.elapsed().as_nanos() as u64 + 1;
+    /// `now` is the caller's clock read.
+    pub fn mark_progress(&self, now: std::time::Instant) {
+        let ns = now.saturating_duration_since(self.epoch).as_nanos() as u64 + 1;
         for s in self.slots.iter() {
             let ops = s.ops.load(Ordering::Relaxed);
             if ops != s.seen_ops.swap(ops, Ordering::Relaxed) {
