@@ -3,7 +3,9 @@
 //! RC results questionable; UD's receiver counts its lost datagrams; a 3 s flap of the passive
 //! side's link is ridden out with a longer --qp-timeout (the registry's outage is survived), and
 //! a flap of the posting side's link ends both sides with the link named, never by the
-//! registry's heartbeat alone; 1 ms of delay shows in the latency. Nothing is left behind. Runs
+//! registry's heartbeat alone; 1 ms of delay shows in the latency. Mixed MTUs (node 0's netdev
+//! at 1500, node 1's at 9000) are a fabric condition too: the registry path connects at the
+//! smaller MTU, and UD refuses a message above it by name. Nothing is left behind. Runs
 //! on both guests of `softroce.sh run --nodes 2` (bench_scripts/test.sh does); outside that
 //! testbed it fails, never skips.
 
@@ -21,6 +23,7 @@ use rdma_bench::tools::results::{self, Metric};
 use twonode::{env, node, spawn, Registry};
 
 const RW: &str = env!("CARGO_BIN_EXE_rw-tput-sender");
+const UD: &str = env!("CARGO_BIN_EXE_ud-sender");
 const TOOL: &str = env!("CARGO_BIN_EXE_rdma-bench");
 
 /// The netdev under this node's RDMA device (the GID table names it).
@@ -66,6 +69,34 @@ impl Drop for Netem {
     }
 }
 
+/// This node's netdev at another MTU while it lives (rxe's active MTU follows it: 1500 → 1024);
+/// the netdev's own MTU comes back after.
+struct Mtu {
+    dev: String,
+    was: String,
+}
+
+impl Mtu {
+    fn set(mtu: &str) -> Mtu {
+        let dev = netdev();
+        let p = format!("/sys/class/net/{dev}/mtu");
+        let was = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
+        sh("ip", &["link", "set", "dev", &dev, "mtu", mtu]);
+        Mtu {
+            dev,
+            was: was.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for Mtu {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "set", "dev", &self.dev, "mtu", &self.was])
+            .status();
+    }
+}
+
 /// Waits for `c`; returns its exit code, stdout and stderr.
 fn outcome(c: Child) -> (i32, String, String) {
     let o: Output = c.wait_with_output().unwrap();
@@ -102,12 +133,13 @@ fn nothing_left(what: &str) {
 }
 
 /// rw-tput-sender between the nodes: node 0 the server (it posts and counts for `secs`), node 1
-/// the client (passive: it outlives the server and ends when the server says done).
-fn rw_pair(extra: &[&str], secs: &str) -> Child {
+/// the client (passive: it ends when the server says done, or `client_secs` plus the grace
+/// for the server's last WRs).
+fn rw_pair(extra: &[&str], secs: &str, client_secs: &str) -> Child {
     let mut a = extra.to_vec();
     if node() == 1 {
         a.extend(["--is-client", "1"]);
-        return spawn(RW, &a, "120");
+        return spawn(RW, &a, client_secs);
     }
     spawn(RW, &a, secs)
 }
@@ -137,7 +169,9 @@ fn tool_pair(tool: &str, port: u16, args: &[&str]) -> Child {
 
 fn lossy_rw(op: &[&str], what: &str) {
     let netem = Netem::on(&["loss", "1%"]);
-    let (code, out, err) = outcome(rw_pair(op, "3"));
+    // The same --duration on both sides, as run-local.sh gives them: the passive side's ends
+    // while the poster's last WRs may still be retransmitted, and it waits for them.
+    let (code, out, err) = outcome(rw_pair(op, "3", "3"));
     drop(netem);
     assert_eq!(code, 0, "{what}: node {}\n{out}\n{err}", node());
     if node() == 0 {
@@ -166,6 +200,48 @@ fn lossy_rw(op: &[&str], what: &str) {
 #[test]
 fn faults_across_two_nodes() {
     let _reg = Registry::start();
+
+    // Mixed MTUs: node 0's netdev at 1500 (its rxe port's active MTU 1024), node 1's at 9000
+    // (4096). The registry entry carries each end's MTU and the pair connects at the smaller,
+    // as perftest's exchange agrees: 4096-B READs (the responses are 4 packets of 1024) and
+    // 2048-B WRITEs complete on both sides.
+    {
+        let _mtu = (node() == 0).then(|| Mtu::set("1500"));
+        for (op, what) in [
+            (
+                &["--do-read", "1", "--size", "4096"][..],
+                "READ 4096 B, MTUs 1024/4096",
+            ),
+            (
+                &["--do-read", "0", "--inline", "0", "--size", "2048"][..],
+                "WRITE 2048 B, MTUs 1024/4096",
+            ),
+        ] {
+            let (code, out, err) = outcome(rw_pair(op, "2", "2"));
+            assert_eq!(code, 0, "{what}: node {}\n{out}\n{err}", node());
+            if node() == 0 {
+                let s = summary(&out);
+                assert!(s["ops"].as_u64().unwrap_or(0) > 0, "{what}: {s}");
+                println!("{what}: {} ops", s["ops"]);
+            }
+            nothing_left(what);
+        }
+        // A UD message is one packet: 2000 B over node 0's 1024-B port is refused by name
+        // before anything is made (node 1 has nothing to meet).
+        if node() == 0 {
+            let (code, out, err) =
+                outcome(spawn(UD, &["--size", "2000", "--max-inline", "2000"], "2"));
+            assert_eq!(code, 1, "ud-sender --size 2000:\n{out}\n{err}");
+            let dev = env("RDMA_BENCH_DEVICE");
+            assert!(
+                err.contains(&format!(
+                    "--size 2000 is above the 1024-byte active MTU of {dev}:1"
+                )),
+                "{err}"
+            );
+            nothing_left("ud-sender over a 1024-B port");
+        }
+    }
 
     // 1 % loss both ways: RC retransmits; the result is marked questionable.
     lossy_rw(&["--do-read", "0"], "WRITE with 1 % loss");
@@ -210,7 +286,7 @@ fn faults_across_two_nodes() {
     // retries without end at retry_cnt 7, so libhrd's 14 rides it out there too; hardware
     // gives up after 7 tries, about half a second at 14.)
     {
-        let run = rw_pair(&["--qp-timeout", "18"], "12");
+        let run = rw_pair(&["--qp-timeout", "18"], "12", "120");
         if node() == 1 {
             flap(Duration::from_secs(4), Duration::from_secs(3));
         }
@@ -239,7 +315,7 @@ fn faults_across_two_nodes() {
     // error, or after the completion wait's bound); the error says what the link did, and node 1
     // (passive) ends with that reason from node 0's failure marker.
     {
-        let run = rw_pair(&[], "12");
+        let run = rw_pair(&[], "12", "120");
         if node() == 0 {
             flap(Duration::from_secs(4), Duration::from_secs(3));
         }

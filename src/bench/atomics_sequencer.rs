@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::framework::region::{self, RegionPort};
 use crate::framework::seq_verify::mix;
 use crate::framework::{
-    self, flag01, idle_until_peer_done, publish_done, require, Benchmark, CommonArgs, Endpoint,
+    self, flag01, idle_until_peers_done, publish_done, require, Benchmark, CommonArgs, Endpoint,
     EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role, RoleSpec, RollCall, ThreadCtx,
     Topology,
 };
@@ -260,10 +260,10 @@ impl Role for Server<'_> {
     }
 
     fn measure(&self, s: &mut Counted, m: &mut Meter<'_>) -> Result<()> {
-        for (c, run) in s.client_runs.iter().enumerate() {
-            idle_until_peer_done(&self.reg, &format!("client-{c}"), *run, m)?;
-        }
-        Ok(())
+        let clients: Vec<(String, u64)> = (s.client_runs.iter().enumerate())
+            .map(|(c, run)| (format!("client-{c}"), *run))
+            .collect();
+        idle_until_peers_done(&self.reg, &clients, m)
     }
 
     fn finish(&self, s: Counted, ctx: &ThreadCtx<'_>) -> Result<()> {

@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::error::Result;
 use crate::framework::{
-    self, announce_done, check_inline, connect_qp, fill_byte, flag01, idle_until_peer_done,
+    self, announce_done, check_inline, connect_qp, fill_byte, flag01, idle_until_peers_done,
     peer_lost, port_index_for, require, slot_stride, Benchmark, CommonArgs, Endpoint, EndpointSpec,
     Family, Meter, Output, Plan, QueueArgs, Role, ThreadCtx, Topology,
 };
@@ -202,10 +202,10 @@ impl Role for Clients<'_> {
     }
 
     fn measure(&self, c: &mut ClientQps, m: &mut Meter<'_>) -> Result<()> {
-        for (s, (_, run, _)) in c.eps.iter().enumerate() {
-            idle_until_peer_done(&c.reg, &format!("server-{s}"), *run, m)?;
-        }
-        Ok(())
+        let servers: Vec<(String, u64)> = (c.eps.iter().enumerate())
+            .map(|(s, (_, run, _))| (format!("server-{s}"), *run))
+            .collect();
+        idle_until_peers_done(&c.reg, &servers, m)
     }
 }
 

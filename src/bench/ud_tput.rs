@@ -13,9 +13,9 @@ use clap::{CommandFactory, Parser};
 
 use crate::error::{Error, Result};
 use crate::framework::{
-    self, check_inline, fill_byte, port_index_for, publish_done, require, Benchmark, CommonArgs,
-    Endpoint, EndpointSpec, Family, Lull, Meter, Output, Plan, QueueArgs, Role, RoleSpec,
-    ThreadCtx, Topology,
+    self, check_inline, check_ud_size, fill_byte, port_index_for, publish_done, require, Benchmark,
+    CommonArgs, Endpoint, EndpointSpec, Family, Lull, Meter, Output, Plan, QueueArgs, Role,
+    RoleSpec, ThreadCtx, Topology,
 };
 use crate::hot::{Op, RecvBatch, SendBatch, SendSpec, GRH_BYTES};
 use crate::registry::{PeerWatch, Registry};
@@ -178,6 +178,8 @@ impl Ud<'_> {
             access: None,
         };
         let port = ctx.open_port(port_index_for(&a.common, a.topo.dual_port, ctx.global_id))?;
+        let label = format!("{}:{}", port.context().name(), port.num());
+        check_ud_size(a.size, port.attr().active_mtu, &label)?;
         let ep = Endpoint::new(&port, spec, a.common.placement())?;
         let me = format!("{}-{}", a.topo.role_name().to_lowercase(), ctx.global_id);
         Ok((ep, a.common.registry()?, me))
@@ -218,6 +220,7 @@ impl Role for Sending<'_> {
         let mut watches = Vec::with_capacity(peers.len());
         for p in &peers {
             let e = reg.find_ready(p, ctx.wait())?;
+            check_ud_size(a.size, e.info.mtu, &format!("{p}'s port"))?;
             let ah = ep.ah_to(&e.info).map_err(|err| {
                 Error::config(format!(
                     "cannot make an address handle to {p} (GID {}, from its registry entry): {err}",

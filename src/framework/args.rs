@@ -214,6 +214,20 @@ pub fn check_inline(size: u64, max_inline: u32, what: &str) -> Result<()> {
     })
 }
 
+/// The UD rule: a UD message is one packet, so `size` (the `--size` flag) fits the MTU of the
+/// port that sends it (`mtu`, an `ibv_mtu` value, of `whose` port: "rxe0:1", "client-0's port").
+pub fn check_ud_size(size: u64, mtu: u32, whose: &str) -> Result<()> {
+    let Some(bytes) = crate::verbs::mtu_bytes(mtu) else {
+        return Ok(());
+    };
+    require(size <= u64::from(bytes), || {
+        format!(
+            "--size {size} is above the {bytes}-byte active MTU of {whose}: a UD message is one \
+             packet (a smaller --size, or a larger MTU on the netdev)"
+        )
+    })
+}
+
 /// The byte a side fills its buffer with, so that `--verify` can tell whose data arrived.
 pub fn fill_byte(active: bool, global_id: usize) -> u8 {
     (if active { 0x40 } else { 0x80 }) | (global_id as u8 & 0x3f)

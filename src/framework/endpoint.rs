@@ -300,15 +300,36 @@ pub fn publish_done(reg: &Registry, me: &str) -> Result<()> {
     reg.publish_done(me)
 }
 
-/// A passive side's measured window: idle until the run stops or the active peer `peer` (of run
-/// `run`) says it is done. Looks every 200 ms; the checkpoints keep the report clock going.
-pub fn idle_until_peer_done(reg: &Registry, peer: &str, run: u64, m: &mut Meter<'_>) -> Result<()> {
-    let done = format!("{peer}-done");
-    while m.checkpoint() {
-        if reg.is_ready(&done, Some(run))? {
-            return Ok(());
+/// How long a passive side whose own `--duration` ended waits on for its active peers' done
+/// markers: their last WRs may still be in flight (retransmitted under loss), and they complete
+/// only while this side's QPs are there to answer.
+pub const DONE_GRACE: Duration = Duration::from_secs(10);
+
+/// A passive side's measured window: idle until the active peers `peers` (name, run id) all say
+/// they are done, or the run stops. A stop by `--duration` waits on up to [`DONE_GRACE`] for the
+/// markers still missing (one grace for all peers); a signal or a failure ends the wait at once.
+/// Looks every 200 ms; the checkpoints keep the report clock going.
+pub fn idle_until_peers_done(
+    reg: &Registry,
+    peers: &[(String, u64)],
+    m: &mut Meter<'_>,
+) -> Result<()> {
+    let at = m.attention();
+    let mut grace = crate::hot::WaitClock::default();
+    for (peer, run) in peers {
+        let done = format!("{peer}-done");
+        loop {
+            let going = m.checkpoint();
+            if !going
+                && (at.failed() || at.stopped_by_signal() || grace.look(DONE_GRACE) >= DONE_GRACE)
+            {
+                return Ok(());
+            }
+            if reg.is_ready(&done, Some(*run))? {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
-        std::thread::sleep(Duration::from_millis(200));
     }
     Ok(())
 }

@@ -36,12 +36,12 @@ pub mod ud_rpc;
 
 pub use crate::hot::slot_stride;
 pub use args::{
-    check_inline, fill_byte, flag01, parse_reap, port_index_for, positive_secs, require,
-    CommonArgs, QueueArgs, Topology, REAP_HELP,
+    check_inline, check_ud_size, fill_byte, flag01, parse_reap, port_index_for, positive_secs,
+    require, CommonArgs, QueueArgs, Topology, REAP_HELP,
 };
 pub use descriptor::{main, Benchmark, Family, Output, RoleSpec};
 pub use endpoint::{
-    connect_qp, hello, hello_all, idle_until_peer_done, publish_done, Endpoint, EndpointSpec,
+    connect_qp, hello, hello_all, idle_until_peers_done, publish_done, Endpoint, EndpointSpec,
     Hello, HELLO_TIMEOUT,
 };
 pub use lifecycle::{run, Plan, Role, ThreadCtx};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::args::{fill_byte, port_index_for, CommonArgs, QueueArgs, Topology};
 use super::descriptor::RoleSpec;
-use super::endpoint::{idle_until_peer_done, publish_done, Endpoint, EndpointSpec};
+use super::endpoint::{idle_until_peers_done, publish_done, Endpoint, EndpointSpec};
 use super::lifecycle::{Plan, Role, ThreadCtx};
 use super::meter::Meter;
 use crate::error::{Error, Result};
@@ -286,7 +286,7 @@ impl Role for Target<'_> {
     }
 
     fn measure(&self, pair: &mut Pair, m: &mut Meter<'_>) -> Result<()> {
-        idle_until_peer_done(&pair.reg, &pair.peer, pair.remote.run_id, m)
+        idle_until_peers_done(&pair.reg, &[(pair.peer.clone(), pair.remote.run_id)], m)
     }
 
     fn finish(&self, pair: Pair, ctx: &ThreadCtx<'_>) -> Result<()> {

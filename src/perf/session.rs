@@ -19,8 +19,8 @@ use crate::error::{Error, Result};
 use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
 use crate::mem::{HugePolicy, Placement};
 use crate::verbs::{
-    Access, AddressHandle, ConnectParams, LinkLayer, MemoryRegion, Port, QpCaps, QpInfo, QpSpec,
-    QpType, QueuePair, Resources,
+    Access, AddressHandle, ConnectParams, Gid, LinkLayer, MemoryRegion, Port, QpCaps, QpInfo,
+    QpSpec, QpType, QueuePair, Resources,
 };
 
 /// Mellanox's PCI vendor id: the devices perftest knows inline defaults for.
@@ -336,7 +336,9 @@ impl Session {
         if self.channel.is_cm() {
             return Ok(());
         }
-        if self.with_gid && is_v4_mapped(&self.my[0].gid) != is_v4_mapped(&self.rem[0].gid) {
+        if self.with_gid
+            && Gid(self.my[0].gid).ipv4().is_some() != Gid(self.rem[0].gid).ipv4().is_some()
+        {
             return Err(Error::config(
                 "Found Incompatibility issue with GID types: one side uses an IPv4 GID, the \
                  other an IPv6 one (pick matching GIDs with -x)",
@@ -353,6 +355,8 @@ impl Session {
                 buf_addr: r.vaddr,
                 buf_size: 0,
                 rkey: r.rkey,
+                // perftest's exchange agreed on the MTU already (ConnectParams::path_mtu).
+                mtu: 0,
             };
             if qp.qp_type() == QpType::Ud {
                 // UD QPs are ready already; a SEND names its peer through an AH.
@@ -411,8 +415,4 @@ impl Session {
             );
         }
     }
-}
-
-fn is_v4_mapped(gid: &[u8; 16]) -> bool {
-    gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff
 }

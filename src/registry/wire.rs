@@ -4,8 +4,9 @@
 //! ```text
 //! off len field
 //!   0   4 magic "RBQP"
-//!   4   1 version (1)
-//!   5   3 zero
+//!   4   1 version (2)
+//!   5   1 active MTU of the QP's port (ibv_mtu: 1 = 256 B … 5 = 4096 B)
+//!   6   2 zero
 //!   8   8 run id (random per process; a reader may insist on a peer's)
 //!  16   8 published at, Unix ms
 //!  24   4 qpn        28 4 psn        32 2 lid        34 2 zero
@@ -19,7 +20,7 @@ use crate::verbs::QpInfo;
 /// Bytes of one encoded value.
 pub const VALUE_LEN: usize = 72;
 const MAGIC: &[u8; 4] = b"RBQP";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// A published `QpInfo` with the facts that make staleness visible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +41,7 @@ pub fn encode(e: &Entry) -> [u8; VALUE_LEN] {
     let mut b = [0u8; VALUE_LEN];
     b[0..4].copy_from_slice(MAGIC);
     b[4] = VERSION;
+    b[5] = e.info.mtu as u8;
     b[8..16].copy_from_slice(&e.run_id.to_le_bytes());
     b[16..24].copy_from_slice(&e.published_ms.to_le_bytes());
     b[24..28].copy_from_slice(&e.info.qpn.to_le_bytes());
@@ -72,7 +74,7 @@ pub fn decode(b: &[u8]) -> Result<Entry, String> {
             b[4]
         ));
     }
-    if b[5..8] != [0, 0, 0] {
+    if b[6..8] != [0, 0] {
         return Err("value has non-zero reserved bytes".into());
     }
     let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
@@ -91,7 +93,14 @@ pub fn decode(b: &[u8]) -> Result<Entry, String> {
         buf_addr: u64_at(52),
         buf_size: u64_at(60),
         rkey: u32_at(68),
+        mtu: u32::from(b[5]),
     };
+    if info.mtu > 5 {
+        return Err(format!(
+            "value has MTU code {} (at most 5: 4096 B)",
+            info.mtu
+        ));
+    }
     if info.qpn >= 1 << 24 || info.psn >= 1 << 24 {
         return Err("value has a QP number or PSN above 24 bits".into());
     }
@@ -117,6 +126,7 @@ mod tests {
                 buf_addr: 0x7f00_0000_1000,
                 buf_size: 8192,
                 rkey: 0xabcd,
+                mtu: 3,
             },
             run_id: 0x0123_4567_89ab_cdef,
             published_ms: 1_800_000_000_000,

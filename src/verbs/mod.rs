@@ -37,7 +37,7 @@ pub const WC_SEND: u32 = crate::sys::ibv_wc_opcode::IBV_WC_SEND;
 pub use pd::ProtectionDomain;
 pub use port::Port;
 pub use qp::{ConnectParams, QpCaps, QpType, QueuePair};
-pub use qp_info::QpInfo;
+pub use qp_info::{mtu_bytes, QpInfo};
 pub use resources::{QpSpec, Resources};
 #[cfg(has_wr_api)]
 pub use wr::{Payload, Wr, WrGuard};

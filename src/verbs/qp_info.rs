@@ -19,6 +19,9 @@ pub struct QpInfo {
     pub buf_size: u64,
     /// Remote key of the exposed buffer.
     pub rkey: u32,
+    /// Active MTU of its port (`ibv_mtu`: 1 = 256 B … 5 = 4096 B; 0 unknown): a connection runs
+    /// at the smaller of its two ends' MTUs, as perftest's exchange agrees on.
+    pub mtu: u32,
 }
 
 impl QpInfo {
@@ -26,4 +29,13 @@ impl QpInfo {
     pub fn gid(&self) -> Gid {
         Gid(self.gid)
     }
+    /// The MTU in bytes (None when unknown).
+    pub fn mtu_bytes(&self) -> Option<u32> {
+        mtu_bytes(self.mtu)
+    }
+}
+
+/// Bytes of an `ibv_mtu` value (1 = 256 … 5 = 4096); None for anything else.
+pub fn mtu_bytes(mtu: u32) -> Option<u32> {
+    (1..=5).contains(&mtu).then(|| 128 << mtu)
 }

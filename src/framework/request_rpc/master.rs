@@ -8,7 +8,7 @@ use super::{RpcArgs, RpcShape};
 use crate::error::Result;
 use crate::framework::region::{self, RegionPort};
 use crate::framework::{
-    idle_until_peer_done, publish_done, require, Meter, Plan, Role, RollCall, ThreadCtx,
+    idle_until_peers_done, publish_done, require, Meter, Plan, Role, RollCall, ThreadCtx,
 };
 use crate::registry::{PeerWatch, Registry};
 use crate::stats::RunInfo;
@@ -122,10 +122,10 @@ impl Role for Master<'_> {
     }
 
     fn measure(&self, link: &mut MasterLink, m: &mut Meter<'_>) -> Result<()> {
-        for (c, run) in link.runs.iter().enumerate() {
-            idle_until_peer_done(&self.reg, &format!("client-{c}"), *run, m)?;
-        }
-        Ok(())
+        let clients: Vec<(String, u64)> = (link.runs.iter().enumerate())
+            .map(|(c, run)| (format!("client-{c}"), *run))
+            .collect();
+        idle_until_peers_done(&self.reg, &clients, m)
     }
 
     fn finish(&self, _link: MasterLink, _: &ThreadCtx<'_>) -> Result<()> {

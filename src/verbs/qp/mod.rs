@@ -75,7 +75,8 @@ impl Default for QpCaps {
 /// How [`QueuePair::connect_with`] sets up the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectParams {
-    /// Path MTU (`ibv_mtu` value); None: the port's active MTU. Capped at 4096 either way.
+    /// Path MTU (`ibv_mtu` value); None: the smaller of the port's active MTU and the peer's
+    /// ([`QpInfo::mtu`], when known). Capped at 4096 either way.
     pub path_mtu: Option<u32>,
     /// READs / atomics this QP keeps in flight as initiator (at most what the peer accepts).
     pub max_rd_atomic: u8,
@@ -387,12 +388,32 @@ impl QueuePair {
                 "UD QPs are not connected; address peers with an AddressHandle",
             ));
         }
+        // RoCE routes IPv4-mapped GIDs over IPv4 and the others over IPv6: one of each never
+        // meets (the modify fails, or the peer waits out its connect timeout).
+        let (ours, theirs) = (self.port.gid(), remote.gid());
+        if self.port.is_roce()
+            && theirs.0 != [0; 16]
+            && ours.ipv4().is_some() != theirs.ipv4().is_some()
+        {
+            return Err(Error::config(format!(
+                "the two ends' GIDs are of different families: ours {ours} (index {} of {}:{}), \
+                 the peer's {theirs}; pick GIDs of one family on both sides (--gid-index; \
+                 `rdma-bench doctor` lists the GIDs)",
+                self.port.gid_index(),
+                self.port.context().name(),
+                self.port.num()
+            )));
+        }
+        // The smaller end's MTU: a packet of the larger one is dropped on the way (a READ
+        // response of 4096 B to a 1024-B port), and the QP then fails with a protocol error.
+        let local = self.port.attr().active_mtu;
+        let agreed = match remote.mtu {
+            0 => local,
+            theirs => local.min(theirs),
+        };
         let mut rtr = sys::ibv_qp_attr {
             qp_state: sys::ibv_qp_state::IBV_QPS_RTR,
-            path_mtu: p
-                .path_mtu
-                .unwrap_or(self.port.attr().active_mtu)
-                .min(sys::ibv_mtu::IBV_MTU_4096),
+            path_mtu: p.path_mtu.unwrap_or(agreed).min(sys::ibv_mtu::IBV_MTU_4096),
             dest_qp_num: remote.qpn,
             rq_psn: remote.psn,
             ah_attr: address_vector(&self.port, remote),
@@ -455,6 +476,7 @@ impl QueuePair {
             buf_addr: mr.map_or(0, |m| m.addr() as u64),
             buf_size: mr.map_or(0, |m| m.len() as u64),
             rkey: mr.map_or(0, |m| m.rkey()),
+            mtu: self.port.attr().active_mtu,
         }
     }
 
