@@ -170,6 +170,54 @@ fn a_setup_failure_prints_no_result() {
     assert!(err.contains("client-0 did not appear"), "{err}");
 }
 
+/// The index of a RoCE v2 GID of this device's port 1 that is not IPv4-mapped (the fe80::
+/// link-local one every netdev has).
+fn ipv6_gid_index(dev: &str) -> String {
+    let port = format!("/sys/class/infiniband/{dev}/ports/1");
+    (0..16)
+        .find(|i| {
+            let gid = std::fs::read_to_string(format!("{port}/gids/{i}")).unwrap_or_default();
+            let ty =
+                std::fs::read_to_string(format!("{port}/gid_attrs/types/{i}")).unwrap_or_default();
+            gid.starts_with("fe80") && ty.trim() == "RoCE v2"
+        })
+        .unwrap_or_else(|| panic!("{port}: no RoCE v2 fe80:: GID"))
+        .to_string()
+}
+
+/// One end on an IPv6 GID, the other on the IPv4-mapped one: both refuse at connect, naming the
+/// two GIDs, instead of a failed modify on one side and a long wait on the other.
+#[test]
+fn gids_of_two_families_are_refused_on_both_sides() {
+    let m = Memcached::start();
+    let dev = std::env::var("RDMA_BENCH_DEVICE").expect("RDMA_BENCH_DEVICE");
+    let v4 = std::env::var("RDMA_BENCH_GID_INDEX").expect("RDMA_BENCH_GID_INDEX");
+    let v6 = ipv6_gid_index(&dev);
+    let side = |gid: &str, extra: &[&str]| {
+        Command::new(RW)
+            .args(["--device", &dev, "--gid-index", gid])
+            .args(["--registry", &m.addr(), "--json", "--duration", "2"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("benchmark binary runs")
+    };
+    let server = side(&v6, &[]);
+    let client = side(&v4, &["--is-client", "1"]);
+    for (who, c) in [("server", server), ("client", client)] {
+        let (st, took, out, err) = ended(c, Duration::from_secs(60));
+        assert_ne!(st.code(), Some(0), "{who}:\n{out}\n{err}");
+        assert!(took < Duration::from_secs(30), "{who} took {took:?}");
+        assert!(
+            // Its own connect's refusal, or the peer's (carried by its failure marker).
+            err.contains("GIDs are of different families"),
+            "{who}:\n{out}\n{err}"
+        );
+        println!("{who}: {}", err.trim());
+    }
+}
+
 #[test]
 fn sigint_while_waiting_for_a_peer_ends_the_run_at_once() {
     let m = Memcached::start();

@@ -27,7 +27,7 @@ impl Registry {
         Ok(v.map(|b| String::from_utf8_lossy(&b).into_owned()))
     }
 
-    fn publish_failure(&self, reason: &str) -> Result<()> {
+    pub(super) fn publish_failure(&self, reason: &str) -> Result<()> {
         let key = self.failure_key(self.run_id())?;
         let mut end = reason.len().min(MAX_REASON);
         while !reason.is_char_boundary(end) {

@@ -1,6 +1,8 @@
 //! Meeting peers: waiting for a live entry, the rendezvous of connected QPs, UD announcements.
 
-use super::{live, Entry, Registry, WaitOptions, ENTRY_TTL_S, LIVE_WINDOW, POLL_INTERVAL};
+use super::{
+    live, Entry, Registry, WaitOptions, ENTRY_TTL_S, LIVE_WINDOW, POLL_INTERVAL, QUICK_ANSWER,
+};
 use crate::error::{Error, Result};
 use crate::verbs::QpInfo;
 use std::time::Instant;
@@ -15,8 +17,18 @@ impl Registry {
             timeout: deadline.saturating_duration_since(Instant::now()),
             ..opts
         };
+        // The run whose entry went away while we watched it: if it left a failure marker (it
+        // failed in its setup, say), waiting on for a new entry would only wait out the timeout.
+        let mut vanished: Option<u64> = None;
         loop {
-            let first = self.wait_for(name, left())?;
+            let first = match vanished {
+                None => self.wait_for(name, left())?,
+                Some(run) => self.wait(name, left(), |r| {
+                    r.check_not_failed(name, run)?;
+                    Ok(r.lookup(name)?
+                        .filter(|e| opts.published_after_ms.is_none_or(|t| e.published_ms >= t)))
+                })?,
+            };
             let seen = Instant::now();
             let mut stale = true;
             while seen.elapsed() < LIVE_WINDOW {
@@ -32,7 +44,11 @@ impl Registry {
                         }
                     }
                     // Replaced (a new run) or gone: look at the new one from the start.
-                    _ => {
+                    now => {
+                        if now.is_none() {
+                            self.check_not_failed(name, first.run_id)?;
+                            vanished = Some(first.run_id);
+                        }
                         stale = false;
                         break;
                     }
@@ -75,15 +91,38 @@ impl Registry {
     ) -> Result<Entry> {
         self.publish(me, info)?;
         let remote = self.wait_live(peer, wait).map_err(stale_hint)?;
-        connect(&remote.info)?;
+        self.connected(connect(&remote.info))?;
         self.publish_ready(me)?;
         // Ready from the same run, and since the entry we connected to: a marker left by the
         // peer's earlier attempt (before it reconnected) does not count.
         self.wait(&format!("{peer} (ready)"), wait, |r| {
+            r.check_not_failed(peer, remote.run_id)?;
             r.ready_run(peer, Some(remote.run_id), remote.published_ms)
         })
         .map_err(stale_hint)?;
         Ok(remote)
+    }
+
+    /// A connect that failed (it refused the peer's MTU or GID, say) leaves its reason as our
+    /// failure marker before our entries go, so that the peer, waiting for us to be ready,
+    /// ends at once with why instead of waiting out its connect timeout.
+    fn connected(&self, r: Result<()>) -> Result<()> {
+        if let Err(e) = &r {
+            let _ = self.publish_failure(&e.to_string());
+        }
+        r
+    }
+
+    /// [`Error::PeerLost`] when `peer`'s run `run` left a failure marker: it failed (its setup
+    /// refused what it found, say) and will not come.
+    fn check_not_failed(&self, peer: &str, run: u64) -> Result<()> {
+        match self.failure_of(run, QUICK_ANSWER)? {
+            Some(reason) => Err(Error::PeerLost {
+                peer: peer.to_string(),
+                what: format!("it failed: {reason}"),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Waits for the live entries of every name in `names` together: each must appear, then its
@@ -158,11 +197,12 @@ impl Registry {
         let peers: Vec<String> = meetings.iter().map(|m| m.peer.clone()).collect();
         let remotes = self.wait_live_all(&peers, wait).map_err(stale_hint)?;
         for (i, (m, remote)) in meetings.iter().zip(&remotes).enumerate() {
-            connect(i, &remote.info)?;
+            self.connected(connect(i, &remote.info))?;
             self.publish_ready(&m.me)?;
         }
         for (m, remote) in meetings.iter().zip(&remotes) {
             self.wait(&format!("{} (ready)", m.peer), wait, |r| {
+                r.check_not_failed(&m.peer, remote.run_id)?;
                 r.ready_run(&m.peer, Some(remote.run_id), remote.published_ms)
             })
             .map_err(stale_hint)?;
