@@ -38,10 +38,20 @@ fn quick(timeout_ms: u64) -> WaitOptions {
 
 /// Writes a raw value under `key`, bypassing our encoder.
 /// One heartbeat: nothing lost, the registry answers.
-fn tend_fine() {
-    match rdma_bench::registry::tend(std::time::Instant::now()) {
+fn tend_fine(m: &Memcached) {
+    match tend(m) {
         Tended::Fine | Tended::Back(_) => {}
         other => panic!("tend: {other:?}"),
+    }
+}
+
+/// `tend` now, as the report clock calls it, for a test whose registry is on `m`. It looks at
+/// every registry of the process: a parallel test's that was just stopped (its handle held
+/// alive by this very look) is that test's business and counts as fine here.
+fn tend(m: &Memcached) -> Tended {
+    match rdma_bench::registry::tend(std::time::Instant::now()) {
+        Tended::Unreachable { error, .. } if !error.to_string().contains(&m.addr()) => Tended::Fine,
+        other => other,
     }
 }
 
@@ -312,7 +322,7 @@ fn a_killed_owners_entries_expire_and_a_live_owners_do_not() {
     assert!(me.lookup("victim").unwrap().is_some(), "not expired yet");
     let t0 = Instant::now();
     while me.lookup("victim").unwrap().is_some() {
-        tend_fine();
+        tend_fine(&m);
         assert!(
             t0.elapsed() < Duration::from_secs(u64::from(rdma_bench::registry::ENTRY_TTL_S) + 2),
             "a killed owner's entry outlived its TTL"
@@ -325,7 +335,7 @@ fn a_killed_owners_entries_expire_and_a_live_owners_do_not() {
     );
     // Our own entry, tended all along, outlived the TTL.
     std::thread::sleep(Duration::from_millis(1500));
-    tend_fine();
+    tend_fine(&m);
     assert!(me.lookup("survivor").unwrap().is_some());
 }
 
@@ -342,12 +352,12 @@ fn a_watched_peer_that_leaves_without_done_is_lost_and_one_that_says_done_is_not
     let run = peer.run_id();
     let w0 = me.watch("server-0", run, "server-0");
     let _w1 = me.watch("server-1", run, "server-1");
-    tend_fine();
+    tend_fine(&m);
     peer.publish_done("server-1").unwrap();
     drop(peer); // deletes both entries; only server-1 said done
     let t0 = Instant::now();
     let e = loop {
-        match rdma_bench::registry::tend(std::time::Instant::now()) {
+        match tend(&m) {
             Tended::PeerGone(e) => break e,
             Tended::Fine => {}
             other => panic!("{other:?}"),
@@ -372,7 +382,7 @@ fn a_watched_peer_that_leaves_without_done_is_lost_and_one_that_says_done_is_not
     drop(w0);
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_millis(2500) {
-        tend_fine(); // server-1 said done: not lost
+        tend_fine(&m); // server-1 said done: not lost
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -387,18 +397,18 @@ fn a_late_heartbeat_is_forgiven_and_a_failure_marker_is_not() {
     let peer = Registry::connect(Some(&m.addr())).unwrap();
     peer.publish("client-0", &info(1)).unwrap();
     let w = me.watch("client-0", peer.run_id(), "client-0");
-    tend_fine();
+    tend_fine(&m);
     // Gone for 5 s (longer than the checks' period), then back with the same run id.
     peer.unpublish_all();
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(5) {
-        tend_fine();
+        tend_fine(&m);
         std::thread::sleep(Duration::from_millis(100));
     }
     peer.publish("client-0", &info(1)).unwrap();
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(3) {
-        tend_fine();
+        tend_fine(&m);
         std::thread::sleep(Duration::from_millis(100));
     }
     drop(w);
@@ -411,7 +421,7 @@ fn a_late_heartbeat_is_forgiven_and_a_failure_marker_is_not() {
     );
     let t0 = Instant::now();
     let e = loop {
-        if let Tended::PeerGone(e) = rdma_bench::registry::tend(std::time::Instant::now()) {
+        if let Tended::PeerGone(e) = tend(&m) {
             break e;
         }
         assert!(
@@ -440,7 +450,7 @@ fn a_registry_outage_is_survived_and_our_entries_come_back() {
     let t0 = Instant::now();
     let mut firsts = 0;
     while t0.elapsed() < Duration::from_secs(6) {
-        match rdma_bench::registry::tend(std::time::Instant::now()) {
+        match tend(&m) {
             Tended::Unreachable { first, .. } => firsts += usize::from(first),
             Tended::Fine => {}
             other => panic!("{other:?}"),
@@ -451,7 +461,7 @@ fn a_registry_outage_is_survived_and_our_entries_come_back() {
     let m = Memcached::start_on(port);
     let t0 = Instant::now();
     loop {
-        if let Tended::Back(_) = rdma_bench::registry::tend(std::time::Instant::now()) {
+        if let Tended::Back(_) = tend(&m) {
             break;
         }
         assert!(
@@ -463,7 +473,7 @@ fn a_registry_outage_is_survived_and_our_entries_come_back() {
     let other = Registry::connect(Some(&m.addr())).unwrap();
     let t0 = Instant::now();
     while other.lookup("server-0").unwrap().is_none() {
-        tend_fine();
+        tend_fine(&m);
         assert!(
             t0.elapsed() < Duration::from_secs(5),
             "our entry was not published again"
@@ -559,7 +569,7 @@ fn a_dead_entry_is_named_and_waited_past_and_a_live_one_is_taken() {
         live.publish("server-0", &info(6)).unwrap();
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(6) {
-            tend_fine();
+            tend_fine(&m);
             std::thread::sleep(Duration::from_millis(100));
         }
     });
