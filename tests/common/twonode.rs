@@ -104,3 +104,58 @@ impl Drop for Registry {
         }
     }
 }
+
+/// The netdev under this node's RDMA device (the GID table names it).
+pub fn netdev() -> String {
+    let dev = env("RDMA_BENCH_DEVICE");
+    let p = format!("/sys/class/infiniband/{dev}/ports/1/gid_attrs/ndevs/0");
+    std::fs::read_to_string(&p)
+        .unwrap_or_else(|e| panic!("{p}: {e}"))
+        .trim()
+        .to_string()
+}
+
+/// Waits for `c`; returns its exit code, stdout and stderr.
+pub fn outcome(c: Child) -> (i32, String, String) {
+    let o = c.wait_with_output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// rw-tput-sender between the nodes: node 0 the server (it posts and counts for `secs`), node 1
+/// the client (passive: it ends when the server says done, or `client_secs` plus the grace
+/// for the server's last WRs).
+pub fn rw_pair(extra: &[&str], secs: &str, client_secs: &str) -> Child {
+    let mut a = extra.to_vec();
+    if node() == 1 {
+        a.extend(["--is-client", "1"]);
+        return spawn(env!("CARGO_BIN_EXE_rw-tput-sender"), &a, client_secs);
+    }
+    spawn(env!("CARGO_BIN_EXE_rw-tput-sender"), &a, secs)
+}
+
+/// A perftest-style tool between the nodes on TCP port `port`: node 0 serves, node 1's client
+/// connects to it.
+pub fn tool_pair(tool: &str, port: u16, args: &[&str]) -> Child {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rdma-bench"));
+    c.arg(tool)
+        .args([
+            "-d",
+            &env("RDMA_BENCH_DEVICE"),
+            "-x",
+            &env("RDMA_BENCH_GID_INDEX"),
+        ])
+        .args(["-p", &port.to_string()])
+        .args(args);
+    if node() == 1 {
+        // Our client retries until the server listens.
+        c.arg(env("SOFTROCE_PEER"));
+    }
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rdma-bench runs")
+}
