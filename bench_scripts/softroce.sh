@@ -25,11 +25,13 @@ APT_PACKAGES=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-provide
   # rdma-core v55 built from source by bench_scripts/rdma-core-build.sh (test.sh's portability step)
   curl cmake ninja-build gcc libnl-3-dev libnl-route-3-dev python3
   # promtool: tests/history.rs checks `rdma-bench history prom`'s file with the real parser
-  prometheus)
+  prometheus
+  # tcpdump: tests/twonode_qos.rs reads the DSCP byte and TTL of the RoCE v2 packets on the wire
+  tcpdump)
 # Commands and files whose presence means "the package is there" (cheap check for a no-op setup).
 PRESENCE=(qemu-system-x86_64 /bin/busybox cpio depmod ibv_devinfo ib_write_bw memcached rdma
   /usr/include/infiniband/verbs.h /usr/include/rdma/rdma_cma.h valgrind pkg-config mpirun ssh pkill
-  curl cmake ninja gcc /usr/include/libnl3/netlink/route/link.h python3 promtool)
+  curl cmake ninja gcc /usr/include/libnl3/netlink/route/link.h python3 promtool tcpdump)
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 note() { [ "${SOFTROCE_VERBOSE:-0}" = 1 ] && echo "$PROG: $*" >&2; return 0; }
@@ -87,7 +89,7 @@ install_packages() {
   if ! command -v apt-get >/dev/null; then
     die "not a Debian/Ubuntu system: install qemu-system-x86, a static busybox, cpio, kmod, rdma-core \
 (libibverbs, providers, utils, headers, librdmacm), perftest, memcached, iproute2, libclang, valgrind, \
-openmpi, an ssh client, procps, prometheus (promtool)"
+openmpi, an ssh client, procps, prometheus (promtool), tcpdump"
   fi
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -661,3 +661,63 @@ fn every_descriptor_has_its_binary_and_the_list_agrees() {
         (2, "rdma-bench list: --describe nope: no such benchmark (`rdma-bench list` names them; perftest's tools are subcommands: rdma-bench nope --help)\n".into())
     );
 }
+
+#[test]
+fn qos_flags_are_checked_before_any_device() {
+    // The paper benchmarks' flags: clap's range checks (exit 2).
+    for (args, says) in [
+        (&["--sl", "16"][..], "16 is not in 0..=15"),
+        (&["--traffic-class", "256"][..], "256 is not in 0..=255"),
+        (
+            &["--flow-label", "1048576"][..],
+            "1048576 is not in 0..=1048575",
+        ),
+    ] {
+        let (code, err) = refuse(SENDER, args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(args[0]) && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+    // perftest's, with their combinations: one line each, exit 1.
+    let cases: [(&[&str], &str); 7] = [
+        (&["write-bw", "-S", "16"], "-S/--sl is 16: it takes 0 to 15"),
+        (
+            &["write-bw", "--tclass", "256"],
+            "--tclass is 256: it takes 0 to 255",
+        ),
+        (
+            &["write-bw", "-T", "32"],
+            "-T/--tos is the type of service of RDMA CM connections: it needs -R/--rdma_cm \
+             (without -R, --tclass sets the GRH's traffic class)",
+        ),
+        (
+            &["write-bw", "-R", "--tclass", "32"],
+            "--tclass applies to QPs connected over the TCP exchange; with -R/--rdma_cm RDMA CM \
+             resolves the path: set its traffic class with -T/--tos",
+        ),
+        (
+            &["send-lat", "-L", "9"],
+            "-L/--hop_limit 9: perftest sets the hop limit of raw Ethernet QPs only, and \
+             rdma-bench has none; RC, UC and UD QPs send hop limit 255, as perftest's",
+        ),
+        (
+            &["read-bw", "--retry_count", "3"],
+            "--retry_count is RDMA CM's retry count: it needs -R/--rdma_cm (without -R, QPs \
+             retry 7 times, as perftest's)",
+        ),
+        (
+            &["write-lat", "--flow_label", "1,2,1048576"],
+            "--flow_label \"1,2,1048576\": 1048576 does not fit the GRH's 20 bits (0 to 1048575)",
+        ),
+    ];
+    for (args, msg) in cases {
+        let tool = args[0];
+        assert_eq!(
+            refuse(RDMA_BENCH, args),
+            (1, format!("rdma-bench {tool}: {msg}\n")),
+            "{args:?}"
+        );
+    }
+}

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::hot::{check_batching, Reap, UnsignaledCounter};
 use crate::mem::{HugePolicy, Placement};
 use crate::registry::WaitOptions;
-use crate::verbs::Port;
+use crate::verbs::{PathQos, Port};
 
 /// Parses the original suite's numeric booleans (`--is-client 1`).
 pub fn flag01(s: &str) -> std::result::Result<bool, String> {
@@ -91,6 +91,24 @@ pub struct CommonArgs {
         value_name = "SECS"
     )]
     pub connect_timeout: u64,
+    /// Service level of every QP's path, 0-15 (InfiniBand's SL; some RoCE drivers map it to a
+    /// VLAN priority)
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=15))]
+    pub sl: u8,
+    /// Traffic class in every packet's GRH, 0-255 (RoCE v2: the IP header's TOS byte, DSCP × 4 +
+    /// ECN: 184 is DSCP 46, EF; 104 is DSCP 26, a common lossless class)
+    #[arg(long, alias = "traffic_class", default_value_t = 0, value_name = "N")]
+    pub traffic_class: u8,
+    /// Flow label in every packet's GRH, 20 bits (0-1048575)
+    #[arg(long, alias = "flow_label", default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=0xF_FFFF))]
+    pub flow_label: u32,
+    /// Hop limit in every packet's GRH (InfiniBand's with a GRH, RoCE v1). RoCE v2 takes its IP
+    /// TTL from the kernel's route to the peer instead, and refuses a value other than 64
+    #[arg(long, alias = "hop_limit", default_value_t = crate::verbs::defaults::HOP_LIMIT, value_name = "N")]
+    pub hop_limit: u8,
+    /// P_Key table index every QP takes
+    #[arg(long, alias = "pkey_index", default_value_t = 0, value_name = "N")]
+    pub pkey_index: u16,
     /// RC's local ACK timeout exponent: each try waits 4.096 µs × 2^N, 7 retries (libhrd's 14:
     /// about 67 ms a try, half a second in all; 18 rides out a 3 s link flap; 0 waits forever)
     #[arg(long, alias = "qp_timeout", default_value_t = crate::verbs::defaults::TIMEOUT, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=31))]
@@ -161,10 +179,33 @@ impl CommonArgs {
     pub fn registry(&self) -> Result<std::sync::Arc<crate::registry::Registry>> {
         crate::registry::Registry::connect_named(self.registry.as_deref(), self.run_name.as_deref())
     }
-    /// Opens the port of libhrd's `port_index` (on `--device` if given) with `--gid-index`.
+    /// Opens the port of libhrd's `port_index` (on `--device` if given) with `--gid-index`,
+    /// the QoS flags and `--pkey-index`.
     pub fn open_port(&self, port_index: usize) -> Result<Port> {
-        Port::open_by(self.device.as_deref(), port_index, self.gid_index)
-            .map(|p| p.with_ack_timeout(self.qp_timeout))
+        let port = Port::open_by(self.device.as_deref(), port_index, self.gid_index)?
+            .with_ack_timeout(self.qp_timeout);
+        let qos = PathQos {
+            sl: self.sl,
+            traffic_class: self.traffic_class,
+            flow_label: self.flow_label,
+            hop_limit: self.hop_limit,
+        };
+        if qos.hop_limit != crate::verbs::defaults::HOP_LIMIT && port.is_roce_v2() {
+            return Err(Error::config(format!(
+                "--hop-limit {}: {}:{} sends RoCE v2, whose hop limit (the IP TTL) the kernel \
+                 takes from its route to the peer: set it there (`ip route replace PEER/32 dev \
+                 NETDEV hoplimit N`, or sysctl net.ipv4.ip_default_ttl)",
+                qos.hop_limit,
+                port.context().name(),
+                port.num()
+            )));
+        }
+        let port = port.with_qos(qos).map_err(|e| {
+            Error::config(format!(
+                "--traffic-class, --flow-label and --hop-limit: {e}"
+            ))
+        })?;
+        check_pkey_index(port, self.pkey_index, "--pkey-index")
     }
     /// Checks the common flags.
     pub fn check(&self) -> Result<()> {
@@ -196,6 +237,21 @@ impl CommonArgs {
         }
         Ok(())
     }
+}
+
+/// `port` with P_Key index `index` (the flag `flag`), if its P_Key table has that entry.
+pub fn check_pkey_index(port: Port, index: u16, flag: &str) -> Result<Port> {
+    let (name, num, len) = (
+        port.context().name().to_string(),
+        port.num(),
+        port.attr().pkey_tbl_len,
+    );
+    port.with_pkey_index(index).ok_or_else(|| {
+        Error::config(format!(
+            "{flag} {index}: the P_Key table of {name}:{num} has {len} entries (0..={})",
+            len.max(1) - 1
+        ))
+    })
 }
 
 /// Refuses `cond` with `msg`.

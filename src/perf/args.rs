@@ -89,6 +89,29 @@ pub struct PerfArgs {
     /// QP ACK timeout exponent (4.096 µs × 2^N)
     #[arg(short = 'u', long = "qp-timeout", default_value_t = 14)]
     pub qp_timeout: u8,
+    /// Service level of the QPs' paths, 0-15 (without -R)
+    #[arg(short = 'S', long = "sl", value_parser = parse_number)]
+    pub sl: Option<u64>,
+    /// Traffic class in the GRH, 0-255 (RoCE v2: the IP TOS byte, DSCP × 4 + ECN) (without -R)
+    #[arg(long = "tclass", value_parser = parse_number)]
+    pub tclass: Option<u64>,
+    /// Flow labels in the GRH, given to the QPs round robin (without -R)
+    #[arg(long = "flow_label", value_name = "FL0,FL1,...")]
+    pub flow_label: Option<String>,
+    /// Type of service of the RDMA CM connections, 0-255 (with -R only; the traffic class of
+    /// their packets both ways)
+    #[arg(short = 'T', long = "tos", value_parser = parse_number)]
+    pub tos: Option<u64>,
+    /// Raw Ethernet QPs' hop limit: refused unless 64, as perftest refuses it for RC/UC/UD QPs,
+    /// whose GRH carries 255 (on RoCE v2 the kernel replaces that with its route's hop limit)
+    #[arg(short = 'L', long = "hop_limit", value_parser = parse_number)]
+    pub hop_limit: Option<u64>,
+    /// Transport retries of the RDMA CM connections, 0-7 (with -R only)
+    #[arg(long = "retry_count", value_parser = parse_number)]
+    pub retry_count: Option<u64>,
+    /// P_Key table index of the QPs
+    #[arg(long = "pkey_index", value_parser = parse_number)]
+    pub pkey_index: Option<u64>,
     /// Skip the peak bandwidth (BW tests)
     #[arg(short = 'N', long = "noPeak")]
     pub no_peak: bool,
@@ -188,9 +211,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('O'), "dualport", "dual-port mode"),
     (Some('w'), "limit_bw", "bandwidth limits"),
     (Some('y'), "limit_msgrate", "message-rate limits"),
-    (Some('S'), "sl", "service levels"),
-    (Some('T'), "tos", "type of service"),
-    (Some('L'), "hop_limit", "raw Ethernet"),
     (Some('B'), "source_mac", "raw Ethernet"),
     (Some('E'), "dest_mac", "raw Ethernet"),
     (Some('J'), "dest_ip", "raw Ethernet"),
@@ -213,12 +233,8 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (None, "ipv6", "IPv6 GIDs"),
     (None, "inline_recv", "inline receives"),
     (None, "dlid", "a fixed DLID"),
-    (None, "tclass", "traffic classes"),
-    (None, "pkey_index", "P_Key indexes"),
     (None, "recv_post_list", "receive post lists"),
     (None, "latency_gap", "latency gaps"),
-    (None, "flow_label", "flow labels"),
-    (None, "retry_count", "retry counts"),
     (None, "mmap", "mmap'd buffers"),
     (None, "rate_limit", "rate limiting"),
     (None, "burst_size", "rate limiting"),

@@ -21,15 +21,21 @@ use crate::control::Attention;
 use crate::error::{Error, Result};
 use crate::verbs::Port;
 
-/// `-R`: the exchange channel over RDMA CM, and the port its route uses.
+/// `-R`: the exchange channel over RDMA CM, and the port its route uses; with `tos` (`-T`) in
+/// the test QPs' traffic class (perftest leaves its exchange in the default class; ours goes
+/// where the test goes, so that a fabric's class rules see one kind of rdma-bench traffic).
 #[cfg(has_rdmacm)]
-pub(super) fn cm_channel(a: &PerfArgs, attention: Attention) -> Result<(Channel, Port)> {
+pub(super) fn cm_channel(
+    a: &PerfArgs,
+    tos: Option<u8>,
+    attention: Attention,
+) -> Result<(Channel, Port)> {
     use super::cm_link::CmLink;
     let (channel, port) = match &a.server {
         Some(host) => {
             let addr = super::channel::ipv4_of(host, a.port)?;
             let timeout = Duration::from_secs(a.connect_timeout);
-            let (link, port) = CmLink::connect(addr, a.gid_index, timeout, attention)?;
+            let (link, port) = CmLink::connect(addr, a.gid_index, tos, timeout, attention)?;
             (Channel::over_cm(link, true, addr.to_string()), port)
         }
         None => {
@@ -53,7 +59,7 @@ pub(super) fn cm_channel(a: &PerfArgs, attention: Attention) -> Result<(Channel,
 }
 
 #[cfg(not(has_rdmacm))]
-pub(super) fn cm_channel(_: &PerfArgs, _: Attention) -> Result<(Channel, Port)> {
+pub(super) fn cm_channel(_: &PerfArgs, _: Option<u8>, _: Attention) -> Result<(Channel, Port)> {
     Err(Error::config(
         "-R needs librdmacm, and this rdma-bench was built without it (install librdmacm-dev or \
          rdma-core-devel and rebuild)",
@@ -75,7 +81,7 @@ impl Session {
         let params = CmParams {
             responder_resources: depth,
             initiator_depth: depth,
-            retry_count: 7,
+            retry_count: self.settings.qos.retry_count,
             rnr_retry_count: 7,
         };
         let zero = Dest::default();
@@ -86,7 +92,7 @@ impl Session {
             let start = std::time::Instant::now();
             for qp in &mut self.qps {
                 let id = retry_rejected(start, || {
-                    let mut id = CmId::resolve(addr, self.attention)?;
+                    let mut id = CmId::resolve(addr, self.settings.qos.tos, self.attention)?;
                     id.connect(qp, params, super::channel::SETUP_TIMEOUT)?;
                     Ok(id)
                 })?;
@@ -126,7 +132,7 @@ impl Session {
             for q in 0..self.qps.len() {
                 let qpn = self.qps[q].qp_num();
                 let (id, peer) = retry_rejected(start, || {
-                    let mut id = CmId::resolve_ud(addr, self.attention)?;
+                    let mut id = CmId::resolve_ud(addr, self.settings.qos.tos, self.attention)?;
                     let peer = id.connect_ud(qpn, timeout)?;
                     Ok((id, peer))
                 })?;
@@ -217,7 +223,7 @@ impl Session {
 
     #[cfg(not(has_rdmacm))]
     pub(super) fn connect_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
-        cm_channel(a, self.attention).map(|_| ())
+        cm_channel(a, None, self.attention).map(|_| ())
     }
 }
 

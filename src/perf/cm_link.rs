@@ -71,16 +71,18 @@ impl CmLink {
     }
 
     /// Client: connects to the server's CM listener at `server`, retrying a rejection (the
-    /// server not listening yet) until `timeout`. Returns the link and the port the route uses.
+    /// server not listening yet) until `timeout`, in traffic class `tos` if given. Returns the
+    /// link and the port the route uses.
     pub fn connect(
         server: SocketAddrV4,
         gid_index: Option<u32>,
+        tos: Option<u8>,
         timeout: Duration,
         attention: Attention,
     ) -> Result<(CmLink, Port)> {
         let start = Instant::now();
         loop {
-            let mut id = CmId::resolve(server, attention)?;
+            let mut id = CmId::resolve(server, tos, attention)?;
             let port = Self::port_of(&id, gid_index)?;
             let (mut qp, mr, recv) = Self::build(&port)?;
             match id.connect(&mut qp, COMM_PARAMS, SETUP_TIMEOUT) {

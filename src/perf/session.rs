@@ -82,7 +82,7 @@ impl Session {
         // With -R the route to the server names the device, and the exchange runs over RDMA
         // CM; otherwise the device comes first (a bad -d fails before any peer is bothered).
         let (port, mut channel) = if a.rdma_cm {
-            let (c, p) = cm_channel(a, attention)?;
+            let (c, p) = cm_channel(a, settings.qos.tos, attention)?;
             (p, Some(c))
         } else {
             let port_index = usize::from(a.ib_port.max(1) - 1);
@@ -91,6 +91,7 @@ impl Session {
                 None,
             )
         };
+        let port = settings.qos.apply(port)?;
         let ctx = port.context();
         // The port's counters: -W's, and all of them for the verdict under the table.
         let sys = std::path::Path::new("/sys");
@@ -358,9 +359,11 @@ impl Session {
                 // perftest's exchange agreed on the MTU already (ConnectParams::path_mtu).
                 mtu: 0,
             };
+            let qos = self.settings.qos.on_port(&self.port, i);
             if qp.qp_type() == QpType::Ud {
                 // UD QPs are ready already; a SEND names its peer through an AH.
-                let ah = AddressHandle::new(qp.pd(), &self.port, &remote)?;
+                let port = self.port.clone().with_qos(qos)?;
+                let ah = AddressHandle::new(qp.pd(), &port, &remote)?;
                 self.ud_peers.push((ah, r.qpn));
                 continue;
             }
@@ -370,6 +373,7 @@ impl Session {
                 max_dest_rd_atomic: self.out_reads as u8,
                 sq_psn: self.psn,
                 timeout: self.qp_timeout,
+                qos: Some(qos),
             };
             qp.connect_with(&remote, &p)?;
         }

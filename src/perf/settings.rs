@@ -113,6 +113,8 @@ pub struct Settings {
     pub events: Option<u32>,
     /// `--cpu_util` in a `-D` run: the CPU_Util[%] column.
     pub cpu_util: bool,
+    /// The QoS and path flags.
+    pub qos: super::qos::Qos,
     /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
     pub notices: Vec<String>,
 }
@@ -159,6 +161,7 @@ impl Settings {
             }
         };
         refuse_combinations(tool, a)?;
+        let qos = super::qos::Qos::resolve(a)?;
         let events = match (a.events, a.vector) {
             (false, _) => None,
             (true, v) => Some(in_range(v.unwrap_or(0), 0, 2048, "EQN")?),
@@ -349,6 +352,7 @@ impl Settings {
                     .clone()
                     .unwrap_or("perftest_out.json".into())
             }),
+            qos,
             notices,
             rdma_cm: a.rdma_cm,
             qp_type,

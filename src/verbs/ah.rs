@@ -3,7 +3,7 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{defaults, Port, ProtectionDomain, QpInfo, WorkCompletion};
+use super::{PathQos, Port, ProtectionDomain, QpInfo, WorkCompletion};
 use crate::error::{Error, Result};
 use crate::sys;
 
@@ -29,7 +29,7 @@ impl AddressHandle {
         port: &Port,
         remote: &QpInfo,
     ) -> Result<Arc<AddressHandle>> {
-        let mut attr = address_vector(port, remote);
+        let mut attr = address_vector(port, port.qos(), remote);
         // SAFETY: the PD is alive and `attr` is fully initialised.
         let raw = unsafe { sys::ibv_create_ah(pd.as_raw(), &mut attr) };
         let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_ah"))?;
@@ -96,17 +96,21 @@ impl Drop for AddressHandle {
     }
 }
 
-/// The address vector used by both AHs and RC/UC RTR: GRH on RoCE, LID on InfiniBand.
-pub(crate) fn address_vector(port: &Port, remote: &QpInfo) -> sys::ibv_ah_attr {
+/// The address vector used by both AHs and RC/UC RTR: GRH on RoCE, LID on InfiniBand; the
+/// QoS fields `qos` in either.
+pub(crate) fn address_vector(port: &Port, qos: PathQos, remote: &QpInfo) -> sys::ibv_ah_attr {
     let mut attr = sys::ibv_ah_attr {
         port_num: port.num(),
+        sl: qos.sl,
         ..Default::default()
     };
     if port.is_roce() {
         attr.is_global = 1;
         attr.grh.dgid.raw = remote.gid;
         attr.grh.sgid_index = port.gid_index() as u8;
-        attr.grh.hop_limit = defaults::HOP_LIMIT;
+        attr.grh.hop_limit = qos.hop_limit;
+        attr.grh.traffic_class = qos.traffic_class;
+        attr.grh.flow_label = qos.flow_label;
     } else {
         attr.dlid = remote.lid;
     }

@@ -184,6 +184,7 @@ impl Context {
                 LinkLayer::InfiniBand
             },
             gid_tbl_len: attr.gid_tbl_len.max(0) as u32,
+            pkey_tbl_len: attr.pkey_tbl_len,
             phys_state: attr.phys_state,
             sm_lid: attr.sm_lid,
             active_width: attr.active_width,
@@ -331,6 +332,8 @@ pub struct PortAttr {
     pub link_layer: LinkLayer,
     /// Entries in the GID table.
     pub gid_tbl_len: u32,
+    /// Entries in the P_Key table.
+    pub pkey_tbl_len: u16,
     /// Physical state (`ibv_port_attr.phys_state`: 5 = LinkUp, 3 = Disabled, 2 = Polling, …).
     pub phys_state: u8,
     /// The subnet manager's LID (InfiniBand).

@@ -35,7 +35,7 @@ pub use op::Op;
 /// `IBV_WC_SEND`: the opcode of a SEND's completion.
 pub const WC_SEND: u32 = crate::sys::ibv_wc_opcode::IBV_WC_SEND;
 pub use pd::ProtectionDomain;
-pub use port::Port;
+pub use port::{PathQos, Port};
 pub use qp::{ConnectParams, QpCaps, QpType, QueuePair};
 pub use qp_info::{mtu_bytes, QpInfo};
 pub use resources::{QpSpec, Resources};

@@ -15,6 +15,51 @@ pub struct Port {
     gid_index: u32,
     gid: Gid,
     ack_timeout: u8,
+    qos: PathQos,
+    pkey_index: u16,
+}
+
+/// What the network headers of a port's QPs carry (the address vector's QoS fields): the
+/// service level (the IB SL; a RoCE driver may map it to a VLAN priority) and, in the GRH of
+/// RoCE packets, the traffic class (on RoCE v2 the IP header's DSCP and ECN byte), the flow
+/// label and the hop limit (the IP TTL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathQos {
+    /// Service level, 0-15.
+    pub sl: u8,
+    /// GRH traffic class (RoCE v2: the IP TOS byte, DSCP << 2 | ECN).
+    pub traffic_class: u8,
+    /// GRH flow label, 20 bits.
+    pub flow_label: u32,
+    /// GRH hop limit (RoCE v2: the IP TTL).
+    pub hop_limit: u8,
+}
+
+impl PathQos {
+    /// Largest service level.
+    pub const MAX_SL: u8 = 15;
+    /// Largest flow label (20 bits).
+    pub const MAX_FLOW_LABEL: u32 = (1 << 20) - 1;
+
+    /// True when it asks for any GRH field other than the defaults (which a LID-routed
+    /// InfiniBand path, sent without a GRH, cannot carry).
+    pub fn needs_grh(&self) -> bool {
+        let d = PathQos::default();
+        (self.traffic_class, self.flow_label, self.hop_limit)
+            != (d.traffic_class, d.flow_label, d.hop_limit)
+    }
+}
+
+impl Default for PathQos {
+    /// SL 0, traffic class 0, no flow label, libhrd's hop limit.
+    fn default() -> Self {
+        PathQos {
+            sl: 0,
+            traffic_class: 0,
+            flow_label: 0,
+            hop_limit: super::defaults::HOP_LIMIT,
+        }
+    }
 }
 
 impl Port {
@@ -65,7 +110,43 @@ impl Port {
             gid_index,
             gid,
             ack_timeout: super::defaults::TIMEOUT,
+            qos: PathQos::default(),
+            pkey_index: 0,
         })
+    }
+
+    /// The QoS fields every QP and address handle made on this port puts in its packets;
+    /// refused when they need a GRH ([`PathQos::needs_grh`]) on an InfiniBand port, whose
+    /// LID-routed paths carry none.
+    pub fn with_qos(self, qos: PathQos) -> Result<Port> {
+        if qos.needs_grh() && !self.is_roce() {
+            return Err(Error::config(format!(
+                "{}:{} is an InfiniBand port whose paths are routed by LID without a GRH: no \
+                 traffic class, flow label or hop limit can be set there",
+                self.ctx.name(),
+                self.num
+            )));
+        }
+        Ok(Port { qos, ..self })
+    }
+
+    /// See [`Port::with_qos`].
+    pub fn qos(&self) -> PathQos {
+        self.qos
+    }
+
+    /// The P_Key table index this port's QPs take (0 by default); None when the port's table
+    /// has no such entry.
+    pub fn with_pkey_index(self, index: u16) -> Option<Port> {
+        (index < self.attr.pkey_tbl_len.max(1)).then_some(Port {
+            pkey_index: index,
+            ..self
+        })
+    }
+
+    /// See [`Port::with_pkey_index`].
+    pub fn pkey_index(&self) -> u16 {
+        self.pkey_index
     }
 
     /// The local ACK timeout exponent (4.096 µs × 2^t per try; libhrd's 14 by default) that RC
@@ -122,6 +203,11 @@ impl Port {
     /// The GID at that index.
     pub fn gid(&self) -> Gid {
         self.gid
+    }
+    /// True when its GID is a RoCE v2 one: packets are UDP/IP, and the kernel takes their
+    /// hop limit (the IP TTL) from its route to the peer, not from the address vector.
+    pub fn is_roce_v2(&self) -> bool {
+        self.is_roce() && self.ctx.gid_type(self.num, self.gid_index).as_deref() == Some("RoCE v2")
     }
     /// True on RoCE, where peers are addressed by GID with a GRH.
     pub fn is_roce(&self) -> bool {

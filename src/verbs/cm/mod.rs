@@ -180,6 +180,11 @@ fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
     }
 }
 
+/// `rdma_set_option`'s level and option numbers (the kernel's ABI, fixed; older headers lack
+/// some of the names).
+const RDMA_OPTION_ID: i32 = 0;
+const RDMA_OPTION_ID_TOS: i32 = 0;
+
 fn check(rc: i32, what: &'static str) -> Result<()> {
     if rc != 0 {
         return Err(Error::last_os(what));
@@ -222,12 +227,18 @@ impl CmId {
     }
 
     /// A new id on its own channel (its waits end on a stop), its address and route to `dst`
-    /// resolved.
-    pub fn resolve(dst: SocketAddrV4, attention: Attention) -> Result<CmId> {
-        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_TCP, attention)
+    /// resolved; with `tos`, the route's traffic class (`RDMA_OPTION_ID_TOS`: on RoCE v2 the
+    /// IP TOS byte of the connection's packets, both ways).
+    pub fn resolve(dst: SocketAddrV4, tos: Option<u8>, attention: Attention) -> Result<CmId> {
+        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_TCP, tos, attention)
     }
 
-    fn resolve_in(dst: SocketAddrV4, ps: u32, attention: Attention) -> Result<CmId> {
+    fn resolve_in(
+        dst: SocketAddrV4,
+        ps: u32,
+        tos: Option<u8>,
+        attention: Attention,
+    ) -> Result<CmId> {
         let id = CmId::new(&EventChannel::new(attention)?, ps)?;
         let mut sa = sockaddr(dst);
         // SAFETY: the id is alive; `sa` is a valid sockaddr_in for the call.
@@ -243,6 +254,21 @@ impl CmId {
         let wait = Duration::from_millis(RESOLVE_MS as u64 + 1000);
         id.expect(E::RDMA_CM_EVENT_ADDR_RESOLVED, wait)
             .map_err(|e| Error::config(format!("RDMA CM cannot resolve {dst}: {e}")))?;
+        if let Some(mut tos) = tos {
+            // The option is read when the route is resolved, so it goes in between.
+            // SAFETY: the id is alive; `tos` is the one byte the option takes, read during the
+            // call only.
+            let rc = unsafe {
+                sys::rdma_set_option(
+                    id.raw.as_ptr(),
+                    RDMA_OPTION_ID,
+                    RDMA_OPTION_ID_TOS,
+                    (&mut tos as *mut u8).cast(),
+                    1,
+                )
+            };
+            check(rc, "rdma_set_option(RDMA_OPTION_ID_TOS)")?;
+        }
         // SAFETY: the id is alive and its address resolved.
         let rc = unsafe { sys::rdma_resolve_route(id.raw.as_ptr(), RESOLVE_MS) };
         check(rc, "rdma_resolve_route")?;

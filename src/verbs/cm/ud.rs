@@ -39,9 +39,10 @@ impl UdPeer {
 }
 
 impl CmId {
-    /// A UDP-space id on its own channel, its address and route to `dst` resolved.
-    pub fn resolve_ud(dst: SocketAddrV4, attention: Attention) -> Result<CmId> {
-        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_UDP, attention)
+    /// A UDP-space id on its own channel, its address and route to `dst` resolved (with the
+    /// traffic class `tos`, as [`CmId::resolve`]).
+    pub fn resolve_ud(dst: SocketAddrV4, tos: Option<u8>, attention: Attention) -> Result<CmId> {
+        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_UDP, tos, attention)
     }
 
     /// A UDP-space id listening on `port` of every IPv4 address.

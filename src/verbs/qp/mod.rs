@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::ah::address_vector;
 use super::{
-    defaults, AddressHandle, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpInfo,
+    defaults, AddressHandle, CompletionQueue, MemoryRegion, PathQos, Port, ProtectionDomain, QpInfo,
 };
 use crate::error::{Error, Result};
 use crate::sys;
@@ -86,6 +86,9 @@ pub struct ConnectParams {
     pub sq_psn: u32,
     /// Local ACK timeout exponent.
     pub timeout: u8,
+    /// The path's QoS fields; None: the port's ([`Port::qos`]). perftest's `--flow_label`
+    /// gives each QP its own flow label.
+    pub qos: Option<PathQos>,
 }
 
 impl Default for ConnectParams {
@@ -97,6 +100,7 @@ impl Default for ConnectParams {
             max_dest_rd_atomic: defaults::MAX_RD_ATOMIC,
             sq_psn: defaults::PSN,
             timeout: defaults::TIMEOUT,
+            qos: None,
         }
     }
 }
@@ -346,7 +350,7 @@ impl QueuePair {
     fn modify_to_init(&mut self) -> Result<()> {
         let mut attr = sys::ibv_qp_attr {
             qp_state: sys::ibv_qp_state::IBV_QPS_INIT,
-            pkey_index: 0,
+            pkey_index: self.port.pkey_index(),
             port_num: self.port.num(),
             ..Default::default()
         };
@@ -416,7 +420,7 @@ impl QueuePair {
             path_mtu: p.path_mtu.unwrap_or(agreed).min(sys::ibv_mtu::IBV_MTU_4096),
             dest_qp_num: remote.qpn,
             rq_psn: remote.psn,
-            ah_attr: address_vector(&self.port, remote),
+            ah_attr: address_vector(&self.port, p.qos.unwrap_or(self.port.qos()), remote),
             ..Default::default()
         };
         let mut mask = M::IBV_QP_STATE
