@@ -13,7 +13,7 @@ mod memcached;
 #[path = "common/twonode.rs"]
 mod twonode;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use twonode::{env, netdev, node, outcome, rw_pair, tool_pair, Registry};
@@ -30,14 +30,33 @@ struct Seen {
     ttl: u32,
 }
 
-/// tcpdump on node 0's netdev while it lives; [`Capture::packets`] stops it and parses.
+/// Where node 0's capture goes (the guest's own /tmp).
+const PCAP: &str = "/tmp/twonode_qos.pcap";
+
+/// tcpdump on node 0's netdev while it lives, writing headers only to [`PCAP`];
+/// [`Capture::packets`] stops it and reads the file back.
 struct Capture(Child);
 
 impl Capture {
     fn start() -> Capture {
+        let dev = netdev();
         let mut c = Command::new("tcpdump")
-            .args(["-i", &netdev(), "-nn", "-v", "-l", "-c", "3000", ROCE_DATA])
-            .stdout(Stdio::piped())
+            // --immediate-mode: packets leave the kernel's ring as they come, not in blocks
+            // that a stop can catch half full.
+            .args([
+                "-i",
+                &dev,
+                "-nn",
+                "--immediate-mode",
+                "-s",
+                "96",
+                "-c",
+                "3000",
+                "-w",
+                PCAP,
+            ])
+            .arg(ROCE_DATA)
+            .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("tcpdump runs (softroce.sh setup installs it)");
@@ -53,18 +72,16 @@ impl Capture {
     }
 
     fn packets(mut self) -> Vec<Seen> {
-        // SIGINT: tcpdump flushes what it printed and exits.
+        // SIGINT: tcpdump writes out what it captured and exits.
         // SAFETY: kill(2) on our own child's pid; no memory is involved.
         unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
-        let mut out = String::new();
-        self.0
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
         let _ = self.0.wait();
-        parse(&out)
+        let o = Command::new("tcpdump")
+            .args(["-r", PCAP, "-nn", "-v"])
+            .output()
+            .expect("tcpdump reads its file");
+        let _ = std::fs::remove_file(PCAP);
+        parse(&String::from_utf8_lossy(&o.stdout))
     }
 }
 

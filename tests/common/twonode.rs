@@ -9,8 +9,17 @@ use std::time::{Duration, Instant};
 
 use super::bench_run::device_args;
 
-/// The registry's port on node 0.
-pub const PORT: u16 = 11411;
+/// The registry's port on node 0: one per test binary. The binaries run one after another on
+/// both nodes, and a node that finishes one first must not meet the other node's registry of
+/// the binary before (which goes away under it).
+pub fn port() -> u16 {
+    match env!("CARGO_CRATE_NAME") {
+        "twonode_apps" => 11411,
+        "twonode_faults" => 11412,
+        "twonode_qos" => 11413,
+        other => panic!("{other}: give this two-node test binary its own registry port"),
+    }
+}
 
 pub fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
@@ -30,7 +39,7 @@ pub fn registry() -> String {
     } else {
         env("SOFTROCE_PEER")
     };
-    format!("{host}:{PORT}")
+    format!("{host}:{}", port())
 }
 
 pub fn spawn(bin: &str, args: &[&str], secs: &str) -> Child {
@@ -75,7 +84,7 @@ impl Registry {
             "-l",
             &env("RDMA_BENCH_IP"),
             "-p",
-            &PORT.to_string(),
+            &port().to_string(),
             "-U",
             "0",
             "-u",
