@@ -152,6 +152,13 @@ impl Context {
         Ok(self.query_device()?.max_qp_wr as u32)
     }
 
+    /// The QP limits the device reports: work requests per queue (`max_qp_wr`) and SGEs per
+    /// WR (`max_sge`).
+    pub fn qp_limits(&self) -> Result<(u32, u32)> {
+        let d = self.query_device()?;
+        Ok((d.max_qp_wr.max(0) as u32, d.max_sge.max(0) as u32))
+    }
+
     /// RDMA READs / atomics a QP of this device may have in flight as responder or initiator
     /// (`max_qp_rd_atom`).
     pub fn max_qp_rd_atom(&self) -> Result<u32> {

@@ -123,6 +123,36 @@ pub(super) type RawQpEx = sys::ibv_qp_ex;
 #[cfg(not(has_wr_api))]
 pub(super) type RawQpEx = std::ffi::c_void;
 
+/// A refused QP creation (EINVAL) with what it asked beyond the limits the device reports, or,
+/// when depths and SGE counts are within them, the inline size it does not report.
+fn refused_caps(e: Error, port: &Port, caps: &QpCaps) -> Error {
+    if e.errno() != Some(libc::EINVAL) {
+        return e;
+    }
+    let ctx = port.context();
+    let Ok((max_wr, max_sge)) = ctx.qp_limits() else {
+        return e;
+    };
+    let dev = ctx.name();
+    let depth = caps.max_send_wr.max(caps.max_recv_wr);
+    let sges = caps.max_send_sge.max(caps.max_recv_sge);
+    let note = if depth > max_wr {
+        format!("a queue depth of {depth} is above {dev}'s max_qp_wr of {max_wr}")
+    } else if sges > max_sge {
+        format!("{sges} SGEs per WR is above {dev}'s max_sge of {max_sge}")
+    } else if caps.max_inline_data > 0 {
+        format!(
+            "the depths ({}/{}) and SGE counts are within {dev}'s limits, so the {}-byte inline \
+             size is the likely cause ({dev} does not report its inline limit: try a smaller \
+             --max-inline or -I)",
+            caps.max_send_wr, caps.max_recv_wr, caps.max_inline_data
+        )
+    } else {
+        return e;
+    };
+    e.noted(note)
+}
+
 /// Serial numbers of QPs, so that a batch built for one QP can tell it is handed another (even one
 /// the allocator put at a dead QP's address).
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -199,7 +229,8 @@ impl QueuePair {
         };
         // SAFETY: the PD and CQs are alive and `attr` is fully initialised.
         let raw = unsafe { sys::ibv_create_qp(pd.as_raw(), &mut attr) };
-        let raw = NonNull::new(raw).ok_or_else(|| Error::last_os("ibv_create_qp"))?;
+        let raw = NonNull::new(raw)
+            .ok_or_else(|| refused_caps(Error::last_os("ibv_create_qp"), port, &caps))?;
         Self::finish(
             raw,
             std::ptr::null_mut(),
@@ -270,7 +301,7 @@ impl QueuePair {
                     "device {} does not support the ibv_wr_* post API (ibv_create_qp_ex: {e})",
                     pd.context().name()
                 )),
-                _ => e,
+                _ => refused_caps(e, port, &caps),
             }
         })?;
         // SAFETY: the QP was created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, so it has a qp_ex.
