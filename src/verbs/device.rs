@@ -78,10 +78,27 @@ impl Context {
     pub fn open_port_index(port_index: usize) -> Result<(Arc<Context>, u8)> {
         with_device_list(|devs| {
             let mut seen = 0;
+            // A device that does not open (a provider missing, a function being reset) or
+            // answer has no ACTIVE port to count; the scan goes on, and names it if it ends
+            // empty-handed.
+            let mut failed = Vec::new();
             for &dev in devs {
-                let ctx = Self::open_raw(dev)?;
-                for port in 1..=ctx.port_count()? {
-                    if ctx.query_port(port)?.state == PortState::Active {
+                let ctx = match Self::open_raw(dev) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        failed.push(format!("{} ({e})", device_name(dev)));
+                        continue;
+                    }
+                };
+                let Ok(ports) = ctx.port_count() else {
+                    failed.push(format!("{} (ibv_query_device failed)", ctx.name()));
+                    continue;
+                };
+                for port in 1..=ports {
+                    if ctx
+                        .query_port(port)
+                        .is_ok_and(|a| a.state == PortState::Active)
+                    {
                         if seen == port_index {
                             return Ok((ctx, port));
                         }
@@ -89,11 +106,16 @@ impl Context {
                     }
                 }
             }
+            let skipped = if failed.is_empty() {
+                String::new()
+            } else {
+                format!("; skipped, not opening: {}", failed.join(", "))
+            };
             Err(Error::config(if devs.is_empty() {
                 "no RDMA device found (for a software one, see bench_scripts/softroce.sh)"
                     .to_string()
             } else {
-                format!("port index {port_index} does not exist: {seen} ACTIVE port(s) across all devices")
+                format!("port index {port_index} does not exist: {seen} ACTIVE port(s) across all devices{skipped}")
             }))
         })
     }
