@@ -39,7 +39,7 @@ note() { [ "${SOFTROCE_VERBOSE:-0}" = 1 ] && echo "$PROG: $*" >&2; return 0; }
 usage() {
   cat <<'USAGE'
 usage: softroce.sh setup
-       softroce.sh run [--nodes 1-4] [--sshd] [--share DIR] [--timeout SECS] -- CMD [ARGS...]
+       softroce.sh run [--nodes 1-4] [--sshd] [--numa] [--share DIR] [--timeout SECS] -- CMD [ARGS...]
 
 setup   Install missing packages (Debian/Ubuntu), fetch Debian's linux-image-amd64 (unpacked, never
         installed) and build a small initramfs, all under $XDG_CACHE_HOME/rdma-bench/softroce
@@ -64,6 +64,10 @@ run     Run CMD where a Soft-RoCE (or real) RDMA device is ACTIVE and exit with 
                       reaches the others with a plain `ssh <address>` (a key made for this run,
                       no host key checks): what multi-machine launchers such as
                       bench_scripts/rc-swarm/run-all.sh need.
+        --numa        (guests only) two NUMA nodes in every guest, half the memory each, CPU 0
+                      on node 0 and the other CPUs on node 1 (a two-socket host); the guest's
+                      hugepages are spread over both (move them with
+                      /sys/devices/system/node/nodeN/hugepages/hugepages-2048kB/nr_hugepages).
         --share DIR   writable from inside the guest; what CMD writes there is on the host afterwards
                       (default ./target/softroce-share).
         --timeout S   bound on the whole run, boot included (default 600); a hung guest is killed.
@@ -353,7 +357,16 @@ boot_guest() {
   if [ -n "$netarg" ]; then
     net=(-netdev "socket,id=n0,$netarg" -device "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:5$node")
   fi
-  qemu-system-x86_64 -accel tcg -cpu max -smp "${SOFTROCE_CPUS:-$((nodes > 2 ? 1 : 2))}" -m "${SOFTROCE_MEM:-2048}" \
+  local cpus=${SOFTROCE_CPUS:-$((nodes > 2 ? 1 : 2))} mem=${SOFTROCE_MEM:-2048} numa=()
+  if [ "${NUMA:-0}" = 1 ]; then
+    # Two NUMA nodes, half the memory each; CPU 0 on node 0, the others on node 1 (with one
+    # CPU, node 1 is memory only), as a two-socket host whose NIC hangs off one socket.
+    local half=$((mem / 2)) node1_cpus=""
+    [ "$cpus" -gt 1 ] && node1_cpus=",cpus=1-$((cpus - 1))"
+    numa=(-object "memory-backend-ram,id=m0,size=${half}M" -object "memory-backend-ram,id=m1,size=$((mem - half))M"
+      -numa "node,nodeid=0,memdev=m0,cpus=0" -numa "node,nodeid=1,memdev=m1$node1_cpus")
+  fi
+  qemu-system-x86_64 -accel tcg -cpu max -smp "$cpus" -m "$mem" "${numa[@]}" \
     -nodefaults -no-user-config -display none -monitor none -no-reboot \
     -kernel "$CACHE/kernel/boot/vmlinuz-$kver" -initrd "$CACHE/initramfs.img" \
     -append "console=ttyS2 quiet loglevel=3 panic=1 rdinit=/init" \
@@ -415,7 +428,7 @@ run_vm() {
   note "path 3: qemu guest x$nodes"
   local start=$SECONDS rc
   if [ "$nodes" = 1 ]; then
-    run_with_timeout "$timeout" bash -c "$(declare -f boot_guest); CACHE='$CACHE'; boot_guest '${ctls[0]}' 0 1 '$share' ''"
+    run_with_timeout "$timeout" bash -c "$(declare -f boot_guest); CACHE='$CACHE'; NUMA='${NUMA:-0}'; boot_guest '${ctls[0]}' 0 1 '$share' ''"
     rc=$?
     guest_report "${ctls[0]}" ""
     if [ $rc != 124 ] && [ $rc != 137 ]; then
@@ -426,7 +439,7 @@ run_vm() {
     # loopback (a hub: every frame reaches every guest). A random group and port keep concurrent
     # runs apart.
     local seg="mcast=239.255.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)):$((20000 + RANDOM % 40000)),localaddr=127.0.0.1"
-    local script="$(declare -f boot_guest); CACHE='$CACHE'; pids=()"
+    local script="$(declare -f boot_guest); CACHE='$CACHE'; NUMA='${NUMA:-0}'; pids=()"
     for ((n = 0; n < nodes; n++)); do
       script+="
       boot_guest '${ctls[n]}' $n $nodes '$share' '$seg' \
@@ -459,13 +472,14 @@ cmd_run() {
       --nodes) nodes=${2:-}; shift 2 || die "--nodes needs a value" ;;
       --nodes=*) nodes=${1#*=}; shift ;;
       --sshd) SSHD=1; shift ;;
+      --numa) NUMA=1; shift ;;
       --share) share=${2:-}; shift 2 || die "--share needs a value" ;;
       --share=*) share=${1#*=}; shift ;;
       --timeout) timeout=${2:-}; shift 2 || die "--timeout needs a value" ;;
       --timeout=*) timeout=${1#*=}; shift ;;
       --) shift; break ;;
       -h | --help) usage; exit 0 ;;
-      *) die "unknown option '$1' (usage: softroce.sh run [--nodes 1-4] [--share DIR] [--timeout SECS] -- CMD)" ;;
+      *) die "unknown option '$1' (usage: softroce.sh run [--nodes 1-4] [--sshd] [--numa] [--share DIR] [--timeout SECS] -- CMD)" ;;
     esac
   done
   [ $# -gt 0 ] || die "no command given (usage: softroce.sh run [options] -- CMD [ARGS...])"
@@ -474,7 +488,7 @@ cmd_run() {
   mkdir -p "$share" || die "cannot create the share directory $share"
   share=$(cd "$share" && pwd -P)
 
-  if [ "${SOFTROCE_VM:-0}" != 1 ] && [ "$nodes" = 1 ] && [ "${SSHD:-0}" != 1 ]; then
+  if [ "${SOFTROCE_VM:-0}" != 1 ] && [ "$nodes" = 1 ] && [ "${SSHD:-0}" != 1 ] && [ "${NUMA:-0}" != 1 ]; then
     local dev
     dev=$(host_active_device)
     if [ -n "$dev" ]; then

@@ -49,7 +49,7 @@ echo "build step: $((SECONDS - build_start)) s"
 echo "== [$(date +%T)] host-only tests (unit tests, doc tests, and every test target but the device ones)"
 host_rc=0
 for t in "${unit[@]}" "${all_tests[@]}"; do
-  case ${t%% *} in device_* | twonode_* | multinode_*) continue ;; esac
+  case ${t%% *} in device_* | fabric_* | twonode_* | multinode_*) continue ;; esac
   echo "-- ${t%% *}"
   "${t#* }" --color never || host_rc=1
 done
@@ -59,9 +59,10 @@ cargo test --profile ci --features device-tests --doc 2>&1 || host_rc=1
 echo "== [$(date +%T)] device tests (built above)"
 pick() { for t in "${all_tests[@]}"; do case ${t%% *} in "$1"*) echo "${t#* }" ;; esac; done; }
 mapfile -t bins < <(pick device_)
+mapfile -t fabric < <(pick fabric_)
 mapfile -t twonode < <(pick twonode_)
 mapfile -t multinode < <(pick multinode_)
-[ ${#bins[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] && [ ${#multinode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
+[ ${#bins[@]} -gt 0 ] && [ ${#fabric[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] && [ ${#multinode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
 
 echo "== [$(date +%T)] rdma-core v55 from source (cached under ~/.cache/rdma-bench/rdma-core-55) and device tests against it (build)"
 # The in-process verbs tests, the proof of which libibverbs is loaded, the RC/UC WRITE/READ
@@ -126,6 +127,9 @@ on_nodes() {
     done
     exit $rc' "$label" "$@"
 }
+
+echo "== [$(date +%T)] fabric tests (one Soft-RoCE guest with two NUMA nodes; each binary changes the guest: hugepages, addresses)"
+on_nodes 1 fabric-tests --numa -- "${fabric[@]}"
 
 echo "== [$(date +%T)] two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
 on_nodes 2 twonode-tests -- "${twonode[@]}"

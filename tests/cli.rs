@@ -721,3 +721,15 @@ fn qos_flags_are_checked_before_any_device() {
         );
     }
 }
+
+#[test]
+fn a_numa_node_the_host_lacks_is_refused() {
+    let (code, err) = refuse(SENDER, &["--numa-node", "7"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with(
+            "rw-tput-sender: --numa-node 7: this host has no NUMA node 7 (its nodes: 0"
+        ),
+        "{err}"
+    );
+}

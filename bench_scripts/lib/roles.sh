@@ -7,9 +7,32 @@ bin_dir=${RDMA_BENCH_BIN_DIR:-$root/target/release}
 
 registry_up() { (exec 3<>"/dev/tcp/${1%:*}/${2:-11211}") 2>/dev/null; }
 
-# numactl --cpunodebind=N --membind=N when available (NUMA_NODE, default 0), else nothing.
+# The NUMA node of the RDMA device a role runs on: --device NAME among the role's flags, else
+# $RDMA_BENCH_DEVICE, else the first device with an ACTIVE port; 0 when sysfs does not say.
+nic_numa_node() {
+  local dev=${RDMA_BENCH_DEVICE:-} prev="" a n p
+  for a in "$@"; do
+    [ "$prev" = --device ] && dev=$a
+    case $a in --device=*) dev=${a#--device=} ;; esac
+    prev=$a
+  done
+  if [ -z "$dev" ]; then
+    for p in /sys/class/infiniband/*/ports/*/state; do
+      grep -q ACTIVE "$p" 2>/dev/null && { dev=${p#/sys/class/infiniband/}; dev=${dev%%/*}; break; }
+    done
+  fi
+  n=$(cat "/sys/class/infiniband/$dev/device/numa_node" 2>/dev/null || echo -1)
+  if [ "$n" -ge 0 ] 2>/dev/null; then echo "$n"; else echo 0; fi
+}
+
+# numactl --cpunodebind=N --membind=N when available, N being NUMA_NODE or else the NIC's node
+# (said on stderr), else nothing. Takes the role's flags (for --device).
 numa_prefix() {
-  local node=${NUMA_NODE:-0}
+  local node=${NUMA_NODE:-}
+  if [ -z "$node" ]; then
+    node=$(nic_numa_node "$@")
+    echo "NUMA node $node: the RDMA device's (sysfs); NUMA_NODE=N overrides" >&2
+  fi
   if command -v numactl >/dev/null && [ -d "/sys/devices/system/node/node$node" ]; then
     echo numactl --cpunodebind="$node" --membind="$node"
   fi
@@ -37,7 +60,7 @@ run_servers() {
     echo "registry: started memcached on port 11211 (pid $mc)"
   fi
   # shellcheck disable=SC2046
-  $(numa_prefix) "$bin_dir/$bench" "$@"
+  $(numa_prefix "$@") "$bin_dir/$bench" "$@"
 }
 
 # run_machine BENCH MACHINE_ID FLAGS... : a client machine; HRD_REGISTRY_IP names the server host.
@@ -47,7 +70,7 @@ run_machine() {
   need_bin "$bench"
   export HRD_REGISTRY_IP=${HRD_REGISTRY_IP:-127.0.0.1}
   # shellcheck disable=SC2046
-  $(numa_prefix) "$bin_dir/$bench" --is-client 1 --machine-id "$id" "$@"
+  $(numa_prefix "$@") "$bin_dir/$bench" --is-client 1 --machine-id "$id" "$@"
 }
 
 # run_master_and_workers BENCH FLAGS... : ws-sequencer/ws-echo's server side, as the original's
@@ -66,7 +89,7 @@ run_master_and_workers() {
     echo "registry: started memcached on port 11211 (pid $mc)"
   fi
   # shellcheck disable=SC2046
-  $(numa_prefix) "$bin_dir/$bench" --master 1 "$@" &
+  $(numa_prefix "$@") "$bin_dir/$bench" --master 1 "$@" &
   master=$!
   stop_master() {
     kill -INT "$master" 2>/dev/null || true
@@ -76,7 +99,7 @@ run_master_and_workers() {
   trap stop_master EXIT
   local rc=0
   # shellcheck disable=SC2046
-  $(numa_prefix) "$bin_dir/$bench" --is-client 0 "$@" || rc=$?
+  $(numa_prefix "$@") "$bin_dir/$bench" --is-client 0 "$@" || rc=$?
   # The master leaves by itself once every client is done; a failed worker run stops it.
   [ $rc = 0 ] && { wait "$master" || rc=$?; }
   exit $rc

@@ -14,5 +14,5 @@ else
   need_bin rc-swarm
   export HRD_REGISTRY_IP=${HRD_REGISTRY_IP:-127.0.0.1}
   # shellcheck disable=SC2046
-  $(numa_prefix) "$bin_dir/rc-swarm" --process-id "$id" --num-processes "$n" "$@"
+  $(numa_prefix "$@") "$bin_dir/rc-swarm" --process-id "$id" --num-processes "$n" "$@"
 fi

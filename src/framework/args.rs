@@ -62,7 +62,8 @@ pub struct CommonArgs {
     /// Hugepage-backed buffers: auto (fall back with a warning), require, or off
     #[arg(long, default_value = "auto", value_name = "POLICY")]
     pub hugepages: HugePolicy,
-    /// Bind buffers to this NUMA node
+    /// Bind buffers to this NUMA node (with --hugepages auto, a node short of free hugepages
+    /// gets ordinary pages on it and one warning; with require, the run is refused)
     #[arg(long, alias = "numa_node", value_name = "N")]
     pub numa_node: Option<u32>,
     /// Also print one JSON object per line (per-thread rates, then a summary)
@@ -218,6 +219,17 @@ impl CommonArgs {
         }
         if self.iters == Some(0) {
             return Err(Error::config("--iters must be at least 1"));
+        }
+        if let Some(n) = self.numa_node {
+            // Without NUMA support the kernel lists no nodes, and there is node 0 only.
+            let nodes = crate::mem::numa_nodes().unwrap_or_else(|| vec![0]);
+            if !nodes.contains(&n) {
+                let list: Vec<String> = nodes.iter().map(u32::to_string).collect();
+                return Err(Error::config(format!(
+                    "--numa-node {n}: this host has no NUMA node {n} (its nodes: {}; numactl -H)",
+                    list.join(", ")
+                )));
+            }
         }
         if let Some(file) = &self.stats_file {
             let dir = match file.parent() {

@@ -44,16 +44,19 @@ impl Fabric {
         }
     }
 
-    /// A thread opened `port`: it is watched from the start of the window.
-    pub(crate) fn add(&self, port: &Port) {
+    /// A thread opened `port`: it is watched from the start of the window. True when no thread
+    /// had opened it before.
+    pub(crate) fn add(&self, port: &Port) -> bool {
         let p = PortRef {
             device: port.context().name().to_string(),
             port: port.num(),
         };
         let mut ports = lock(&self.ports);
-        if !ports.contains(&p) {
+        let new = !ports.contains(&p);
+        if new {
             ports.push(p);
         }
+        new
     }
 
     /// The window opens: the first thread past the common start reads every port once.

@@ -132,7 +132,10 @@ impl ThreadCtx<'_> {
     /// its counters are read around the measurement.
     pub fn open_port(&self, port_index: usize) -> Result<Port> {
         let port = self.common.open_port(port_index)?;
-        self.fabric.add(&port);
+        // Once per port: the GID picked is not the usual RoCE v2 IPv4 one, and why.
+        if let (true, Some(note)) = (self.fabric.add(&port), port.gid_note()) {
+            println!("main: {note}");
+        }
         Ok(port)
     }
 }

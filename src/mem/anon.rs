@@ -34,8 +34,8 @@ impl HugeBuffer {
         }
         let (mut map, huge) = match place.huge {
             HugePolicy::Off => (plain(len)?, false),
-            HugePolicy::Require => (huge(len)?, true),
-            HugePolicy::Auto => match huge(len) {
+            HugePolicy::Require => (huge(len, place.numa_node)?, true),
+            HugePolicy::Auto => match huge(len, place.numa_node) {
                 Ok(m) => (m, true),
                 Err(e) => {
                     warn_fallback("an anonymous buffer", &e);
@@ -112,7 +112,12 @@ impl HugeBuffer {
     }
 }
 
-fn huge(len: usize) -> Result<MmapMut> {
+/// Hugepages for `len` bytes, refused up front when they are to be bound to `node` and the
+/// node lacks them.
+fn huge(len: usize, node: Option<u32>) -> Result<MmapMut> {
+    if let Some(node) = node {
+        numa::check_huge_fits(len, node)?;
+    }
     MmapOptions::new()
         .len(round_up(len, HUGEPAGE_SIZE))
         .huge(Some(21))

@@ -6,6 +6,7 @@ mod numa;
 mod shm;
 
 pub use anon::HugeBuffer;
+pub use numa::{node_free_hugepages, numa_nodes};
 pub use shm::{live_segments, release_all_segments, ShmBuffer};
 
 use std::fmt;

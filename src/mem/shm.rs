@@ -80,10 +80,17 @@ impl ShmBuffer {
         if len == 0 {
             return Err(Error::config("buffer size must be positive"));
         }
+        // Hugepages bound to a node that lacks them are refused before the segment exists.
+        let huge_segment = || {
+            if let Some(node) = place.numa_node {
+                numa::check_huge_fits(len, node)?;
+            }
+            shmget(key, len, true)
+        };
         let (id, huge) = match place.huge {
             HugePolicy::Off => (shmget(key, len, false)?, false),
-            HugePolicy::Require => (shmget(key, len, true)?, true),
-            HugePolicy::Auto => match shmget(key, len, true) {
+            HugePolicy::Require => (huge_segment()?, true),
+            HugePolicy::Auto => match huge_segment() {
                 Ok(id) => (id, true),
                 Err(e) if e.errno() == Some(libc::EEXIST) => return Err(e),
                 Err(e) => {

@@ -39,6 +39,14 @@ pub(super) fn cm_channel(
             (Channel::over_cm(link, true, addr.to_string()), port)
         }
         None => {
+            // RDMA CM listens on IPv4 here: a device without an IPv4 address could wait for
+            // ever, so that is refused before the banner.
+            let reachable = ipv4_ports(a.ib_dev.as_deref())?;
+            let at: Vec<String> = reachable
+                .iter()
+                .map(|(port, ip)| format!("{ip} ({port})"))
+                .collect();
+            eprintln!("RDMA CM listens on port {}: {}", a.port, at.join(", "));
             println!("{WAITING_BANNER}");
             let (link, port) = CmLink::accept(a.port, a.gid_index, attention)?;
             (
@@ -56,6 +64,51 @@ pub(super) fn cm_channel(
         }
     }
     Ok((channel, port))
+}
+
+/// The ACTIVE RoCE/IB ports (of `device`, or of every device) whose GID tables hold an
+/// IPv4-mapped GID, with that address: where an RDMA CM client can reach this side. Refused
+/// when there is none.
+#[cfg(has_rdmacm)]
+fn ipv4_ports(device: Option<&str>) -> Result<Vec<(String, std::net::Ipv4Addr)>> {
+    use crate::verbs::{Context, PortState};
+    let names = match device {
+        Some(d) => vec![d.to_string()],
+        None => crate::verbs::devices()?,
+    };
+    if names.is_empty() {
+        return Err(Error::config(
+            "-R: there is no RDMA device on this host (ibv_devices lists none)",
+        ));
+    }
+    let mut found = Vec::new();
+    for name in &names {
+        // A device that does not open is not where a client lands; -d's own failure is said.
+        let ctx = match Context::open(name) {
+            Ok(c) => c,
+            Err(e) if device.is_some() => return Err(e),
+            Err(_) => continue,
+        };
+        for num in 1..=ctx.port_count()? {
+            let attr = ctx.query_port(num)?;
+            if attr.state != PortState::Active {
+                continue;
+            }
+            let ip =
+                (0..attr.gid_tbl_len).find_map(|i| ctx.gid(num, i).ok().and_then(|g| g.ipv4()));
+            if let Some(ip) = ip {
+                found.push((format!("{name}:{num}"), ip));
+            }
+        }
+    }
+    if found.is_empty() {
+        return Err(Error::config(format!(
+            "-R: no ACTIVE port of {} has an IPv4 address (no IPv4-mapped GID), and RDMA CM \
+             listens on IPv4 here: give its netdev an address (ip addr add …) or run without -R",
+            names.join(", ")
+        )));
+    }
+    Ok(found)
 }
 
 #[cfg(not(has_rdmacm))]

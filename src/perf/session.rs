@@ -92,6 +92,10 @@ impl Session {
             )
         };
         let port = settings.qos.apply(port)?;
+        if let Some(note) = port.gid_note() {
+            // On stderr: stdout stays perftest's.
+            eprintln!("warning: {note}");
+        }
         let ctx = port.context();
         // The port's counters: -W's, and all of them for the verdict under the table.
         let sys = std::path::Path::new("/sys");

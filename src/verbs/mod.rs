@@ -14,6 +14,7 @@ pub mod cm;
 mod comp_channel;
 mod cq;
 mod device;
+mod gid_choice;
 mod mr;
 mod op;
 mod pd;

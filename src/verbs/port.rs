@@ -17,6 +17,7 @@ pub struct Port {
     ack_timeout: u8,
     qos: PathQos,
     pkey_index: u16,
+    gid_note: Option<String>,
 }
 
 /// What the network headers of a port's QPs carry (the address vector's QoS fields): the
@@ -63,8 +64,9 @@ impl Default for PathQos {
 }
 
 impl Port {
-    /// Checks that `num` is ACTIVE and fixes its GID: `gid_index`, or on Ethernet the RoCE v2
-    /// IPv4-mapped GID, or index 0.
+    /// Checks that `num` is ACTIVE and fixes its GID: `gid_index`, or on Ethernet perftest's
+    /// pick (a RoCE v2 IPv4-mapped GID when there is one; [`Port::gid_note`] says why not), or
+    /// index 0.
     pub fn open(ctx: &Arc<Context>, num: u8, gid_index: Option<u32>) -> Result<Port> {
         let count = ctx.port_count()?;
         if num == 0 || num > count {
@@ -81,12 +83,15 @@ impl Port {
                 attr.state
             )));
         }
-        let gid_index = match gid_index {
-            Some(i) => i,
+        let (gid_index, gid_note) = match gid_index {
+            Some(i) => (i, None),
             None if attr.link_layer == LinkLayer::Ethernet => {
-                ctx.roce_v2_ipv4_gid(num, attr.gid_tbl_len).unwrap_or(0)
+                match super::gid_choice::pick_gid(ctx, num, attr.gid_tbl_len) {
+                    Some(p) => (p.index, p.note),
+                    None => (0, None),
+                }
             }
-            None => 0,
+            None => (0, None),
         };
         let bad_gid = || {
             Error::config(format!(
@@ -112,7 +117,14 @@ impl Port {
             ack_timeout: super::defaults::TIMEOUT,
             qos: PathQos::default(),
             pkey_index: 0,
+            gid_note,
         })
+    }
+
+    /// Why the GID picked for this port is not a RoCE v2 IPv4-mapped one, when it is not (and
+    /// no `gid_index` was given).
+    pub fn gid_note(&self) -> Option<&str> {
+        self.gid_note.as_deref()
     }
 
     /// The QoS fields every QP and address handle made on this port puts in its packets;

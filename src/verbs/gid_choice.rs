@@ -1,0 +1,103 @@
+//! The source GID of a RoCE port when none is given, picked as perftest picks it: an
+//! IPv4-mapped GID first, then a global (not link-local) one, then RoCE v2 over v1; the lowest
+//! index of the best. A pick other than a RoCE v2 IPv4 GID is said, with why.
+
+use super::device::{Context, Gid};
+
+/// perftest's weights: each exceeds all the lower criteria together.
+const FAMILY: u32 = 100;
+const GLOBAL: u32 = 10;
+
+/// The GID picked, and what to tell the user when it is not a RoCE v2 IPv4 one.
+pub(crate) struct GidPick {
+    pub index: u32,
+    pub note: Option<String>,
+}
+
+impl Gid {
+    /// True for link-local addresses: fe80::/10, or IPv4-mapped 169.254.0.0/16.
+    pub fn is_link_local(&self) -> bool {
+        match self.ipv4() {
+            Some(ip) => ip.is_link_local(),
+            None => self.0[0] == 0xfe && self.0[1] & 0xc0 == 0x80,
+        }
+    }
+}
+
+fn score(gid: &Gid, kind: Option<&str>) -> u32 {
+    let mut s = 0;
+    if gid.ipv4().is_some() {
+        s += FAMILY;
+    }
+    if !gid.is_link_local() {
+        s += GLOBAL;
+    }
+    s + match kind {
+        Some("RoCE v2") => 2,
+        Some(_) => 1,
+        None => 0,
+    }
+}
+
+/// The best of `port`'s `table_len` GIDs (empty entries skipped), or None when all are empty.
+pub(crate) fn pick_gid(ctx: &Context, port: u8, table_len: u32) -> Option<GidPick> {
+    let mut best: Option<(u32, u32, Gid, Option<String>)> = None;
+    for i in 0..table_len {
+        let Ok(gid) = ctx.gid(port, i) else { continue };
+        if gid == Gid::default() {
+            continue;
+        }
+        let kind = ctx.gid_type(port, i);
+        let s = score(&gid, kind.as_deref());
+        if best.as_ref().is_none_or(|b| s > b.0) {
+            best = Some((s, i, gid, kind));
+        }
+    }
+    let (_, index, gid, kind) = best?;
+    let kind = kind.unwrap_or_else(|| "of unknown type".into());
+    let note = (gid.ipv4().is_none() || kind != "RoCE v2").then(|| {
+        let why = if gid.ipv4().is_none() {
+            "the port has no IPv4 address"
+        } else {
+            "the port has no RoCE v2 GID"
+        };
+        let scope = if gid.is_link_local() {
+            ", link-local"
+        } else {
+            ""
+        };
+        format!(
+            "{}:{port} has no RoCE v2 IPv4-mapped GID ({why}): using GID index {index}, {gid} \
+             ({kind}{scope}), as perftest would pick; its peers need a GID of the same kind \
+             (--gid-index / -x choose another)",
+            ctx.name()
+        )
+    });
+    Some(GidPick { index, note })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gid(s: &str) -> Gid {
+        let ip: std::net::Ipv6Addr = s.parse().unwrap();
+        Gid(ip.octets())
+    }
+
+    #[test]
+    fn scores_rank_family_then_scope_then_version() {
+        let v4 = gid("::ffff:192.0.2.1");
+        let v4_ll = gid("::ffff:169.254.1.1");
+        let v6 = gid("2001:db8::1");
+        let v6_ll = gid("fe80::1");
+        assert!(v4_ll.is_link_local() && v6_ll.is_link_local());
+        assert!(!v4.is_link_local() && !v6.is_link_local());
+        let v2 = Some("RoCE v2");
+        let v1 = Some("IB/RoCE v1");
+        assert!(score(&v4, v1) > score(&v6, v2));
+        assert!(score(&v4_ll, v1) > score(&v6, v2));
+        assert!(score(&v6, v1) > score(&v6_ll, v2));
+        assert!(score(&v6_ll, v2) > score(&v6_ll, v1));
+    }
+}
