@@ -44,7 +44,7 @@ pub const READY_PREFIX: &str = "__rdma_bench_ready__";
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Where the registry is: `--registry HOST[:PORT]`, else `HRD_REGISTRY_IP`, else 127.0.0.1.
-pub fn registry_address(flag: Option<&str>) -> Result<(SocketAddr, String)> {
+pub fn registry_address(flag: Option<&str>) -> Result<(Vec<SocketAddr>, String)> {
     let spec = match flag {
         Some(s) => s.to_string(),
         None => std::env::var("HRD_REGISTRY_IP").unwrap_or_else(|_| "127.0.0.1".to_string()),
@@ -56,16 +56,16 @@ pub fn registry_address(flag: Option<&str>) -> Result<(SocketAddr, String)> {
     } else {
         format!("{spec}:{DEFAULT_PORT}")
     };
-    let addr = with_port
+    let addrs: Vec<SocketAddr> = with_port
         .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| {
-            Error::config(format!(
-                "registry address '{spec}' is not HOST[:PORT] or does not resolve"
-            ))
-        })?;
-    Ok((addr, with_port))
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    if addrs.is_empty() {
+        return Err(Error::config(format!(
+            "registry address '{spec}' is not HOST[:PORT] or does not resolve"
+        )));
+    }
+    Ok((addrs, with_port))
 }
 
 /// How long and how visibly to wait for a peer's key.
@@ -144,7 +144,7 @@ impl Registry {
     /// Connects with every key prefixed by `run_name` (`--run-name`), so that independent runs
     /// share one memcached without seeing each other's entries.
     pub fn connect_named(flag: Option<&str>, run_name: Option<&str>) -> Result<Arc<Registry>> {
-        let (addr, shown) = registry_address(flag)?;
+        let (addrs, shown) = registry_address(flag)?;
         let prefix = match run_name {
             Some(n) => {
                 check_key(n).map_err(|_| {
@@ -154,7 +154,16 @@ impl Registry {
             }
             None => String::new(),
         };
-        let conn = Conn::connect(addr, Duration::from_secs(2), ANSWER_TIMEOUT).map_err(|e| {
+        // Every address the name resolves to, in the resolver's order (a host with an IPv6
+        // and an IPv4 address may run memcached on one only); the first that answers is kept.
+        let mut last = Err(std::io::Error::other("no address"));
+        for &a in &addrs {
+            last = Conn::connect(a, Duration::from_secs(2), ANSWER_TIMEOUT).map(|c| (c, a));
+            if last.is_ok() {
+                break;
+            }
+        }
+        let (conn, addr) = last.map_err(|e| {
             if is_silence(&e) {
                 silent(&shown, "answering its version request")
             } else {
