@@ -16,7 +16,7 @@ pub struct PerfArgs {
     /// RDMA device [default: the first device with an ACTIVE port]
     #[arg(short = 'd', long = "ib-dev", value_name = "DEV")]
     pub ib_dev: Option<String>,
-    /// Device port
+    /// Port number on the device (-d, or the first device with an ACTIVE port), as perftest
     #[arg(
         short = 'i',
         long = "ib-port",

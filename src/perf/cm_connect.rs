@@ -146,6 +146,7 @@ impl Session {
             for qp in &mut self.qps {
                 let id = retry_rejected(start, || {
                     let mut id = CmId::resolve(addr, self.settings.qos.tos, self.attention)?;
+                    id.set_ack_timeout(self.qp_timeout)?;
                     id.connect(qp, params, super::channel::SETUP_TIMEOUT)?;
                     Ok(id)
                 })?;

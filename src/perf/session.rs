@@ -59,7 +59,7 @@ pub struct Session {
     /// Initial PSN of our QPs.
     psn: u32,
     /// ACK timeout exponent (-u).
-    qp_timeout: u8,
+    pub(super) qp_timeout: u8,
     /// The run's attention: every wait and loop of the test ends on a stop.
     pub attention: Attention,
     /// The port's counters from the start of the test (the verdict under the table).
@@ -85,11 +85,13 @@ impl Session {
             let (c, p) = cm_channel(a, settings.qos.tos, attention)?;
             (p, Some(c))
         } else {
-            let port_index = usize::from(a.ib_port.max(1) - 1);
-            (
-                Port::open_by(a.ib_dev.as_deref(), port_index, a.gid_index)?,
-                None,
-            )
+            // perftest's -i: port N of the device (-d, or here the first with an ACTIVE
+            // port), not the N-th ACTIVE port of any device.
+            let ctx = match a.ib_dev.as_deref() {
+                Some(d) => crate::verbs::Context::open(d)?,
+                None => crate::verbs::Context::open_first_active()?.0,
+            };
+            (Port::open(&ctx, a.ib_port, a.gid_index)?, None)
         };
         let port = settings.qos.apply(port)?;
         if let Some(note) = port.gid_note() {

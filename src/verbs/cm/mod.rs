@@ -184,6 +184,7 @@ fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
 /// some of the names).
 const RDMA_OPTION_ID: i32 = 0;
 const RDMA_OPTION_ID_TOS: i32 = 0;
+const RDMA_OPTION_ID_ACK_TIMEOUT: i32 = 3;
 
 fn check(rc: i32, what: &'static str) -> Result<()> {
     if rc != 0 {
@@ -275,6 +276,22 @@ impl CmId {
         id.expect(E::RDMA_CM_EVENT_ROUTE_RESOLVED, wait)
             .map_err(|e| Error::config(format!("RDMA CM has no route to {dst}: {e}")))?;
         Ok(id)
+    }
+
+    /// The local ACK timeout exponent its connection's QP takes at RTS
+    /// (`RDMA_OPTION_ID_ACK_TIMEOUT`; perftest sets its `-u` so); call before connecting.
+    pub fn set_ack_timeout(&mut self, mut exponent: u8) -> Result<()> {
+        // SAFETY: the id is alive; the option is one byte, read during the call only.
+        let rc = unsafe {
+            sys::rdma_set_option(
+                self.raw.as_ptr(),
+                RDMA_OPTION_ID,
+                RDMA_OPTION_ID_ACK_TIMEOUT,
+                (&mut exponent as *mut u8).cast(),
+                1,
+            )
+        };
+        check(rc, "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)")
     }
 
     /// A listening id on `port` of every IPv4 address (its waits end on a stop).
