@@ -733,3 +733,16 @@ fn a_numa_node_the_host_lacks_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn too_many_threads_are_refused_before_any_is_spawned() {
+    let (code, err) = refuse(SENDER, &["--num-threads", "100000"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "rw-tput-sender: --num-threads 100000 is above 1024, the threads one process runs \
+             (each drives its own QP and buffer): run more processes (--machine-id) instead\n"
+        )
+    );
+}

@@ -336,6 +336,10 @@ impl QueueArgs {
     }
 }
 
+/// The most threads one benchmark process runs: far above a NIC's useful parallelism, and
+/// below what an OS refuses to spawn (which would otherwise end the run in a panic).
+pub const MAX_THREADS: usize = 1024;
+
 /// Who runs where: the original's thread/role/machine flags, shared by the benchmarks.
 #[derive(Args, Debug, Clone)]
 pub struct Topology {
@@ -383,10 +387,17 @@ impl Topology {
             "Server"
         }
     }
-    /// Refuses zero threads.
+    /// Refuses zero threads, and more than [`MAX_THREADS`], before any is spawned.
     pub fn check(&self) -> Result<()> {
         require(self.threads() >= 1, || {
             "num-threads must be at least 1".into()
+        })?;
+        require(self.threads() <= MAX_THREADS, || {
+            format!(
+                "--num-threads {} is above {MAX_THREADS}, the threads one process runs (each \
+                 drives its own QP and buffer): run more processes (--machine-id) instead",
+                self.threads()
+            )
         })
     }
 
