@@ -297,7 +297,10 @@ fn launcher_survives_a_killed_host() {
         .join()
         .expect("machine 2's process was killed mid-run");
     assert!(
-        ended - killed_at < Duration::from_secs(90),
+        // The survivors' bound is 10 s of their own running time (hot::WaitClock); three
+        // starved one-vCPU guests stretch that in wall time: 92 s was measured in one CI boot,
+        // with both survivors failing correctly on the killed peer.
+        ended - killed_at < Duration::from_secs(150),
         "run-all.sh ran {:?} after a host's process was killed:\n{all}",
         ended - killed_at
     );
