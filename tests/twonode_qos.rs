@@ -16,7 +16,7 @@ mod twonode;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use twonode::{env, netdev, node, outcome, rw_pair, tool_pair, Registry};
+use twonode::{device_flags, env, netdev, node, outcome, rw_pair, tool_pair, Registry};
 
 /// RoCE v2 packets other than QP1's (the CM's MADs, sent with the default class whatever the
 /// connection asks for): the BTH's destination QP is the low 24 bits of UDP payload bytes 4-7.
@@ -176,13 +176,7 @@ fn against_perftest(port: u16, args: &[&str]) -> Child {
         return tool_pair("write-bw", port, args);
     }
     Command::new("ib_write_bw")
-        .args([
-            "-d",
-            &env("RDMA_BENCH_DEVICE"),
-            "-x",
-            &env("RDMA_BENCH_GID_INDEX"),
-        ])
-        .args(["-p", &port.to_string()])
+        .args(device_flags(port))
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -150,15 +150,7 @@ pub fn rw_pair(extra: &[&str], secs: &str, client_secs: &str) -> Child {
 /// connects to it.
 pub fn tool_pair(tool: &str, port: u16, args: &[&str]) -> Child {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rdma-bench"));
-    c.arg(tool)
-        .args([
-            "-d",
-            &env("RDMA_BENCH_DEVICE"),
-            "-x",
-            &env("RDMA_BENCH_GID_INDEX"),
-        ])
-        .args(["-p", &port.to_string()])
-        .args(args);
+    c.arg(tool).args(device_flags(port)).args(args);
     if node() == 1 {
         // Our client retries until the server listens.
         c.arg(env("SOFTROCE_PEER"));
@@ -167,4 +159,16 @@ pub fn tool_pair(tool: &str, port: u16, args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("rdma-bench runs")
+}
+
+/// perftest's `-d DEV -x GID -p PORT` for this node's device, ours and perftest's alike.
+pub fn device_flags(port: u16) -> Vec<String> {
+    vec![
+        "-d".into(),
+        env("RDMA_BENCH_DEVICE"),
+        "-x".into(),
+        env("RDMA_BENCH_GID_INDEX"),
+        "-p".into(),
+        port.to_string(),
+    ]
 }

@@ -255,20 +255,13 @@ impl CmId {
         let wait = Duration::from_millis(RESOLVE_MS as u64 + 1000);
         id.expect(E::RDMA_CM_EVENT_ADDR_RESOLVED, wait)
             .map_err(|e| Error::config(format!("RDMA CM cannot resolve {dst}: {e}")))?;
-        if let Some(mut tos) = tos {
+        if let Some(tos) = tos {
             // The option is read when the route is resolved, so it goes in between.
-            // SAFETY: the id is alive; `tos` is the one byte the option takes, read during the
-            // call only.
-            let rc = unsafe {
-                sys::rdma_set_option(
-                    id.raw.as_ptr(),
-                    RDMA_OPTION_ID,
-                    RDMA_OPTION_ID_TOS,
-                    (&mut tos as *mut u8).cast(),
-                    1,
-                )
-            };
-            check(rc, "rdma_set_option(RDMA_OPTION_ID_TOS)")?;
+            id.set_u8_option(
+                RDMA_OPTION_ID_TOS,
+                tos,
+                "rdma_set_option(RDMA_OPTION_ID_TOS)",
+            )?;
         }
         // SAFETY: the id is alive and its address resolved.
         let rc = unsafe { sys::rdma_resolve_route(id.raw.as_ptr(), RESOLVE_MS) };
@@ -280,18 +273,27 @@ impl CmId {
 
     /// The local ACK timeout exponent its connection's QP takes at RTS
     /// (`RDMA_OPTION_ID_ACK_TIMEOUT`; perftest sets its `-u` so); call before connecting.
-    pub fn set_ack_timeout(&mut self, mut exponent: u8) -> Result<()> {
+    pub fn set_ack_timeout(&mut self, exponent: u8) -> Result<()> {
+        self.set_u8_option(
+            RDMA_OPTION_ID_ACK_TIMEOUT,
+            exponent,
+            "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)",
+        )
+    }
+
+    /// Sets a one-byte `RDMA_OPTION_ID` option.
+    fn set_u8_option(&self, name: i32, mut value: u8, what: &'static str) -> Result<()> {
         // SAFETY: the id is alive; the option is one byte, read during the call only.
         let rc = unsafe {
             sys::rdma_set_option(
                 self.raw.as_ptr(),
                 RDMA_OPTION_ID,
-                RDMA_OPTION_ID_ACK_TIMEOUT,
-                (&mut exponent as *mut u8).cast(),
+                name,
+                (&mut value as *mut u8).cast(),
                 1,
             )
         };
-        check(rc, "rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)")
+        check(rc, what)
     }
 
     /// A listening id on `port` of every IPv4 address (its waits end on a stop).
