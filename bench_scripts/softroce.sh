@@ -13,11 +13,14 @@ set -uo pipefail
 readonly PROG=softroce.sh
 readonly CACHE="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdma-bench/softroce"
 # Bump when the initramfs recipe changes so that `setup` rebuilds it.
-readonly RECIPE=6
+readonly RECIPE=7
 # Guest network: TEST-NET-1 addresses that exist only inside the guests.
 readonly NET_PREFIX=192.0.2
 readonly GUEST_MTU=9000
 readonly HUGEPAGES=256
+# `run --siw`: the Soft-iWARP device and its own netdev and subnet (TEST-NET-2), so that RDMA CM's
+# address picks siw0 and never the rxe device of the other netdev.
+readonly SIW_NET=198.51.100
 
 APT_PACKAGES=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-providers ibverbs-utils
   libibverbs-dev librdmacm-dev perftest memcached iproute2 libclang-dev valgrind pkg-config
@@ -39,7 +42,7 @@ note() { [ "${SOFTROCE_VERBOSE:-0}" = 1 ] && echo "$PROG: $*" >&2; return 0; }
 usage() {
   cat <<'USAGE'
 usage: softroce.sh setup
-       softroce.sh run [--nodes 1-4] [--sshd] [--numa] [--share DIR] [--timeout SECS] -- CMD [ARGS...]
+       softroce.sh run [--nodes 1-4] [--sshd] [--numa] [--siw] [--share DIR] [--timeout SECS] -- CMD [ARGS...]
 
 setup   Install missing packages (Debian/Ubuntu), fetch Debian's linux-image-amd64 (unpacked, never
         installed) and build a small initramfs, all under $XDG_CACHE_HOME/rdma-bench/softroce
@@ -68,6 +71,10 @@ run     Run CMD where a Soft-RoCE (or real) RDMA device is ACTIVE and exit with 
                       on node 0 and the other CPUs on node 1 (a two-socket host); the guest's
                       hugepages are spread over both (move them with
                       /sys/devices/system/node/nodeN/hugepages/hugepages-2048kB/nr_hugepages).
+        --siw         (guests, one node) Soft-iWARP too: siw0 on its own netdev dummy1 at
+                      198.51.100.1 (so that RDMA CM's address picks it, never rxe0); CMD sees
+                      SOFTROCE_SIW_DEVICE=siw0 and SOFTROCE_SIW_IP. rxe0 stays the first device.
+                      siw.ko is built by setup from Debian's kernel source (its kernel has no siw).
         --share DIR   writable from inside the guest; what CMD writes there is on the host afterwards
                       (default ./target/softroce-share).
         --timeout S   bound on the whole run, boot included (default 600); a hung guest is killed.
@@ -141,12 +148,44 @@ INIT
 }
 
 # Modules stage 2 loads from the kernel tree over 9p, in insmod order (rdma_ucm: RDMA CM, for -R;
-# sch_netem: the fault tests' loss and delay).
+# sch_netem: the fault tests' loss and delay); `run --siw` loads modules.siw after them.
 write_module_list() {
   local kver=$1 m
   for m in overlay crc32_generic rdma_rxe rdma_ucm dummy virtio_net sch_netem; do
     modprobe -d "$CACHE/kernel" -S "$kver" --show-depends "$m" || die "module $m not in kernel $kver"
   done | awk '!seen[$2]++ {print $2, $3, $4}' >"$CACHE/modules.stage2"
+  rm -f "$CACHE/modules.siw"
+  if [ -f "$CACHE/kernel/lib/modules/$kver/updates/siw.ko" ]; then
+    modprobe -d "$CACHE/kernel" -S "$kver" --show-depends siw | awk '{print $2, $3, $4}' >"$CACHE/modules.siw" ||
+      rm -f "$CACHE/modules.siw"
+  fi
+}
+
+# Soft-iWARP for `run --siw`. Debian builds its kernel without CONFIG_RDMA_SIW, so siw.ko is built
+# here from Debian's own source package (drivers/infiniband/sw/siw only) against the headers of the
+# guest's kernel, and put into the unpacked kernel tree. Both packages are build inputs only (no
+# kernel is installed on the host). A failure is a warning: only `run --siw` needs the module.
+build_siw() {
+  local kver=$1 tree=$CACHE/kernel/lib/modules/$1 ver src work
+  [ -f "$tree/updates/siw.ko" ] && return 0
+  ver=$(apt-cache show "linux-headers-$kver" 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)
+  src=linux-source-$(echo "$kver" | cut -d. -f1,2)
+  [ -n "$ver" ] || { echo "$PROG: warning: no linux-headers-$kver package: run --siw will not work" >&2; return 0; }
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "$PROG: building siw.ko for $kver from $src $ver" >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "linux-headers-$kver=$ver" "$src=$ver" >&2 ||
+    { echo "$PROG: warning: cannot install linux-headers-$kver and $src $ver: run --siw will not work" >&2; return 0; }
+  work=$(mktemp -d "$CACHE/siw.XXXXXX") || die "cannot write to $CACHE"
+  if tar -xJf "/usr/src/$src.tar.xz" -C "$work" --strip-components=5 "$src/drivers/infiniband/sw/siw" &&
+    make -s -C "/usr/src/linux-headers-$kver" M="$work" CONFIG_RDMA_SIW=m modules >"$work/build.log" 2>&1 &&
+    strip --strip-debug "$work/siw.ko" && mkdir -p "$tree/updates" && cp "$work/siw.ko" "$tree/updates/siw.ko" &&
+    depmod -b "$CACHE/kernel" "$kver"; then
+    rm -rf "$work"
+  else
+    echo "$PROG: warning: siw.ko did not build (log kept in $work/build.log): run --siw will not work" >&2
+  fi
 }
 
 cmd_setup() {
@@ -187,6 +226,7 @@ cmd_setup() {
     rm -rf "$dl"
   fi
   build_initramfs "$kver"
+  build_siw "$kver"
   write_module_list "$kver"
   printf 'kernel=%s\nrecipe=%s\n' "$kver" "$RECIPE" >"$stamp" || die "cannot write $stamp (disk full?)"
   echo "$PROG: ready (kernel $kver) in $CACHE" >&2
@@ -260,6 +300,7 @@ write_stage2() {
   cat >"$ctl/stage2.sh" <<STAGE2
 # generated by softroce.sh
 CACHE='$CACHE' CTL='$ctl' SHARE='$share' NODE=$node NODES=$nodes IP=$ip PEERS='$peers' MTU=$GUEST_MTU HUGEPAGES=$HUGEPAGES
+SIW=${SIW:-0} SIW_IP=$SIW_NET.1
 STAGE2
   cat >>"$ctl/stage2.sh" <<'STAGE2'
 fail() { echo "softroce-guest: $*" >&2; echo 125 >/ctl/rc; sync; poweroff -f; }
@@ -267,10 +308,13 @@ exec </dev/null >/dev/ttyS0 2>/dev/ttyS1
 stty -F /dev/ttyS0 raw -echo; stty -F /dev/ttyS1 raw -echo
 mkdir -p /lower /rw /newroot
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 root /lower || fail "cannot mount the host root"
-while read -r m a b; do
-  n=${m##*/}; n=${n%.ko}
-  grep -q "^$(echo "$n" | tr - _) " /proc/modules || insmod "/lower$m" $a $b || fail "insmod $m failed"
-done <"/lower$CACHE/modules.stage2"
+load_modules() {
+  while read -r m a b; do
+    n=${m##*/}; n=${n%.ko}
+    grep -q "^$(echo "$n" | tr - _) " /proc/modules || insmod "/lower$m" $a $b || fail "insmod $m failed"
+  done <"$1"
+}
+load_modules "/lower$CACHE/modules.stage2"
 mount -t tmpfs -o size=75% tmpfs /rw && mkdir -p /rw/upper /rw/work
 mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot || fail "overlay mount failed"
 R=/newroot
@@ -304,6 +348,19 @@ for t in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
   sleep 0.2
 done
 [ -n "$GID" ] || fail "rxe0 has no RoCE v2 IPv4 GID"
+if [ "$SIW" = 1 ]; then
+  load_modules "/lower$CACHE/modules.siw"
+  in_root ip link add dummy1 type dummy
+  in_root ip link set dummy1 mtu $MTU
+  in_root ip addr add "$SIW_IP/24" dev dummy1
+  in_root ip link set dummy1 up || fail "no dummy1"
+  in_root rdma link add siw0 type siw netdev dummy1 || fail "rdma link add siw0 failed"
+  for t in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    grep -q ACTIVE /sys/class/infiniband/siw0/ports/1/state 2>/dev/null && break
+    sleep 0.2
+  done
+  grep -q ACTIVE /sys/class/infiniband/siw0/ports/1/state || fail "siw0's port is not ACTIVE"
+  fi
 echo "$(cut -d' ' -f1 /proc/uptime)" >/ctl/booted
 SOFTROCE_GUEST_DEVICE=rxe0 SOFTROCE_GUEST_GID=$GID SOFTROCE_GUEST_IP=$IP SOFTROCE_GUEST_PEERS="$PEERS" \
   SOFTROCE_GUEST_NODE=$NODE SOFTROCE_GUEST_NODES=$NODES chroot $R /bin/bash "$CTL/cmd.sh"
@@ -321,6 +378,9 @@ write_cmd() {
     export -p | grep -Ev '^declare -x (PWD|OLDPWD|SHLVL|_|TMPDIR|SOFTROCE_VM)(=|$)'
     echo 'export RDMA_BENCH_DEVICE=$SOFTROCE_GUEST_DEVICE RDMA_BENCH_GID_INDEX=$SOFTROCE_GUEST_GID'
     echo 'export RDMA_BENCH_IP=$SOFTROCE_GUEST_IP'
+    if [ "${SIW:-0}" = 1 ]; then
+      echo "export SOFTROCE_SIW_DEVICE=siw0 SOFTROCE_SIW_IP=$SIW_NET.1"
+    fi
     if [ "$nodes" -gt 1 ]; then
       echo 'export SOFTROCE_NODE=$SOFTROCE_GUEST_NODE SOFTROCE_NODES=$SOFTROCE_GUEST_NODES'
       echo 'export SOFTROCE_PEERS="$SOFTROCE_GUEST_PEERS" SOFTROCE_PEER=${SOFTROCE_GUEST_PEERS%% *}'
@@ -473,22 +533,28 @@ cmd_run() {
       --nodes=*) nodes=${1#*=}; shift ;;
       --sshd) SSHD=1; shift ;;
       --numa) NUMA=1; shift ;;
+      --siw) SIW=1; shift ;;
       --share) share=${2:-}; shift 2 || die "--share needs a value" ;;
       --share=*) share=${1#*=}; shift ;;
       --timeout) timeout=${2:-}; shift 2 || die "--timeout needs a value" ;;
       --timeout=*) timeout=${1#*=}; shift ;;
       --) shift; break ;;
       -h | --help) usage; exit 0 ;;
-      *) die "unknown option '$1' (usage: softroce.sh run [--nodes 1-4] [--sshd] [--numa] [--share DIR] [--timeout SECS] -- CMD)" ;;
+      *) die "unknown option '$1' (usage: softroce.sh run [--nodes 1-4] [--sshd] [--numa] [--siw] [--share DIR] [--timeout SECS] -- CMD)" ;;
     esac
   done
   [ $# -gt 0 ] || die "no command given (usage: softroce.sh run [options] -- CMD [ARGS...])"
   [[ $nodes =~ ^[1-4]$ ]] || die "--nodes must be 1, 2, 3 or 4, not '$nodes'"
   [[ $timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds, not '$timeout'"
+  if [ "${SIW:-0}" = 1 ]; then
+    [ "$nodes" = 1 ] || die "--siw: one node only (siw0 runs on the guest's own dummy1, $SIW_NET.1)"
+    [ -s "$CACHE/modules.siw" ] || die "--siw: siw.ko is not in the testbed (setup could not build it; its warning says why): rerun bench_scripts/softroce.sh setup"
+  fi
   mkdir -p "$share" || die "cannot create the share directory $share"
   share=$(cd "$share" && pwd -P)
 
-  if [ "${SOFTROCE_VM:-0}" != 1 ] && [ "$nodes" = 1 ] && [ "${SSHD:-0}" != 1 ] && [ "${NUMA:-0}" != 1 ]; then
+  if [ "${SOFTROCE_VM:-0}" != 1 ] && [ "$nodes" = 1 ] && [ "${SSHD:-0}" != 1 ] && [ "${NUMA:-0}" != 1 ] &&
+    [ "${SIW:-0}" != 1 ]; then
     local dev
     dev=$(host_active_device)
     if [ -n "$dev" ]; then
