@@ -128,8 +128,8 @@ on_nodes() {
     exit $rc' "$label" "$@"
 }
 
-echo "== [$(date +%T)] fabric tests (one Soft-RoCE guest with two NUMA nodes; each binary changes the guest: hugepages, addresses)"
-on_nodes 1 fabric-tests --numa -- "${fabric[@]}"
+echo "== [$(date +%T)] fabric tests (one Soft-RoCE guest with two NUMA nodes and Soft-iWARP beside rxe0; each binary changes the guest: hugepages, addresses)"
+on_nodes 1 fabric-tests --numa --siw -- "${fabric[@]}"
 
 echo "== [$(date +%T)] two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
 on_nodes 2 twonode-tests -- "${twonode[@]}"

@@ -185,6 +185,9 @@ impl CommonArgs {
     pub fn open_port(&self, port_index: usize) -> Result<Port> {
         let port = Port::open_by(self.device.as_deref(), port_index, self.gid_index)?
             .with_ack_timeout(self.qp_timeout);
+        if port.context().is_iwarp() {
+            return Err(crate::verbs::iwarp::needs_rdma_cm(port.context().name()));
+        }
         let qos = PathQos {
             sl: self.sl,
             traffic_class: self.traffic_class,
@@ -246,6 +249,17 @@ impl CommonArgs {
         }
         if self.connect_timeout == 0 {
             return Err(Error::config("--connect-timeout must be at least 1 second"));
+        }
+        // An iWARP device cannot run these benchmarks at all: said before anything starts. A
+        // device that does not open is left to the port's own error.
+        let ctx = match &self.device {
+            Some(d) => crate::verbs::Context::open(d).ok(),
+            None => crate::verbs::Context::open_port_index(self.port_index)
+                .ok()
+                .map(|(c, _)| c),
+        };
+        if let Some(ctx) = ctx.filter(|c| c.is_iwarp()) {
+            return Err(crate::verbs::iwarp::needs_rdma_cm(ctx.name()));
         }
         Ok(())
     }

@@ -66,9 +66,9 @@ pub(super) fn cm_channel(
     Ok((channel, port))
 }
 
-/// The ACTIVE RoCE/IB ports (of `device`, or of every device) whose GID tables hold an
-/// IPv4-mapped GID, with that address: where an RDMA CM client can reach this side. Refused
-/// when there is none.
+/// The ACTIVE ports (of `device`, or of every device) with an IPv4 address (RoCE/IB: an
+/// IPv4-mapped GID; iWARP: its netdev's), with that address: where an RDMA CM client can reach
+/// this side. Refused when there is none.
 #[cfg(has_rdmacm)]
 fn ipv4_ports(device: Option<&str>) -> Result<Vec<(String, std::net::Ipv4Addr)>> {
     use crate::verbs::{Context, PortState};
@@ -94,16 +94,24 @@ fn ipv4_ports(device: Option<&str>) -> Result<Vec<(String, std::net::Ipv4Addr)>>
             if attr.state != PortState::Active {
                 continue;
             }
-            let ip =
-                (0..attr.gid_tbl_len).find_map(|i| ctx.gid(num, i).ok().and_then(|g| g.ipv4()));
-            if let Some(ip) = ip {
+            // An iWARP GID is a MAC address: its port is reached at its netdev's addresses.
+            let ips = if ctx.is_iwarp() {
+                ctx.iwarp_ipv4(num)
+            } else {
+                (0..attr.gid_tbl_len)
+                    .find_map(|i| ctx.gid(num, i).ok().and_then(|g| g.ipv4()))
+                    .into_iter()
+                    .collect()
+            };
+            for ip in ips {
                 found.push((format!("{name}:{num}"), ip));
             }
         }
     }
     if found.is_empty() {
         return Err(Error::config(format!(
-            "-R: no ACTIVE port of {} has an IPv4 address (no IPv4-mapped GID), and RDMA CM \
+            "-R: no ACTIVE port of {} has an IPv4 address (no IPv4-mapped GID, or an iWARP \
+             netdev without one), and RDMA CM \
              listens on IPv4 here: give its netdev an address (ip addr add …) or run without -R",
             names.join(", ")
         )));
@@ -158,7 +166,7 @@ impl Session {
             let listener = self.listen_in_handshake(|| CmId::listen(a.port, backlog, attention))?;
             for qp in &mut self.qps {
                 let mut id = listener.next_request(Some(super::channel::SETUP_TIMEOUT))?;
-                id.accept(qp, params)?;
+                id.accept(qp, params, super::channel::SETUP_TIMEOUT)?;
                 ids.push(id);
             }
         }

@@ -126,7 +126,7 @@ impl CmLink {
         drop(listener);
         let port = Self::port_of(&id, gid_index)?;
         let (mut qp, mr, recv) = Self::build(&port)?;
-        id.accept(&mut qp, COMM_PARAMS)?;
+        id.accept(&mut qp, COMM_PARAMS, SETUP_TIMEOUT)?;
         Ok((
             CmLink {
                 id,

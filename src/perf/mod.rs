@@ -13,6 +13,7 @@ pub mod cpu;
 pub mod keys;
 pub mod lat;
 pub mod layout;
+mod provider;
 pub mod qos;
 pub mod receives;
 pub mod report;

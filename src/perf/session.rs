@@ -10,6 +10,7 @@ use super::channel::{Channel, Wait};
 use super::cm_connect::cm_channel;
 use super::keys::Dest;
 use super::layout::{local_page_and_line, mtu_bytes, Geometry};
+use super::provider::check_device;
 use super::report::{address_lines, TestInfo, WAITING_BANNER};
 use super::settings::Settings;
 use super::{Test, Verb};
@@ -19,8 +20,8 @@ use crate::error::{Error, Result};
 use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
 use crate::mem::{HugePolicy, Placement};
 use crate::verbs::{
-    Access, AddressHandle, ConnectParams, Gid, LinkLayer, MemoryRegion, Port, QpCaps, QpInfo,
-    QpSpec, QpType, QueuePair, Resources,
+    AddressHandle, ConnectParams, Gid, LinkLayer, MemoryRegion, Port, QpCaps, QpInfo, QpSpec,
+    QpType, QueuePair, Resources,
 };
 
 /// Mellanox's PCI vendor id: the devices perftest knows inline defaults for.
@@ -82,6 +83,10 @@ impl Session {
         // With -R the route to the server names the device, and the exchange runs over RDMA
         // CM; otherwise the device comes first (a bad -d fails before any peer is bothered).
         let (port, mut channel) = if a.rdma_cm {
+            // A -d that cannot run the tool is refused before the peer is reached.
+            if let Some(d) = a.ib_dev.as_deref() {
+                check_device(&*crate::verbs::Context::open(d)?, &settings, a)?;
+            }
             let (c, p) = cm_channel(a, settings.qos.tos, attention)?;
             (p, Some(c))
         } else {
@@ -93,6 +98,7 @@ impl Session {
             };
             (Port::open(&ctx, a.ib_port, a.gid_index)?, None)
         };
+        check_device(port.context(), &settings, a)?;
         let port = settings.qos.apply(port)?;
         if let Some(note) = port.gid_note() {
             // On stderr: stdout stays perftest's.
@@ -229,13 +235,7 @@ impl Session {
             }
             qps.push(qp);
         }
-        let access = Access::LOCAL_WRITE
-            | match tool.verb {
-                Verb::Write => Access::REMOTE_WRITE,
-                Verb::Read => Access::REMOTE_READ,
-                Verb::Atomic => Access::REMOTE_ATOMIC,
-                Verb::Send => Access::LOCAL_WRITE,
-            };
+        let access = super::provider::mr_access(ctx, tool.verb);
         let place = Placement {
             huge: if a.use_hugepages {
                 HugePolicy::Require

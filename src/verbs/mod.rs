@@ -15,6 +15,8 @@ mod comp_channel;
 mod cq;
 mod device;
 mod gid_choice;
+/// iWARP devices: the refusals and addresses that differ from RoCE and InfiniBand.
+pub mod iwarp;
 mod mr;
 mod op;
 mod pd;

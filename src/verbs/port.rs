@@ -85,7 +85,8 @@ impl Port {
         }
         let (gid_index, gid_note) = match gid_index {
             Some(i) => (i, None),
-            None if attr.link_layer == LinkLayer::Ethernet => {
+            // An iWARP GID is the netdev's MAC: one entry, nothing to choose.
+            None if attr.link_layer == LinkLayer::Ethernet && !ctx.is_iwarp() => {
                 match super::gid_choice::pick_gid(ctx, num, attr.gid_tbl_len) {
                     Some(p) => (p.index, p.note),
                     None => (0, None),

@@ -403,10 +403,22 @@ impl CmId {
         let mut cp = Self::conn_param(qp, p);
         // SAFETY: the id is alive with its route resolved; `cp` is valid for the call.
         let rc = unsafe { sys::rdma_connect(self.raw.as_ptr(), &mut cp) };
-        check(rc, "rdma_connect")?;
+        if rc != 0 {
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            // iWARP connects TCP in the call: no listener is a refusal here, not an event.
+            if errno == libc::ECONNREFUSED {
+                return Err(Error::config(
+                    "RDMA CM: the server refused the connection: not listening yet?",
+                ));
+            }
+            return Err(Error::verb("rdma_connect", errno));
+        }
         let ev = self.channel.next(Some(timeout))?;
         match ev.kind {
             E::RDMA_CM_EVENT_CONNECT_RESPONSE => {}
+            // iWARP has no REP/RTU: the kernel's iWARP CM moved the QP to RTS when the MPA
+            // exchange ended, and says so with ESTABLISHED.
+            E::RDMA_CM_EVENT_ESTABLISHED if self.is_iwarp() => return Ok(()),
             E::RDMA_CM_EVENT_REJECTED => {
                 return Err(Error::config(format!(
                     "RDMA CM: the server rejected the connection (status {}): not listening yet?",
@@ -429,15 +441,32 @@ impl CmId {
         )
     }
 
-    /// Passive side: moves `qp` (in INIT) to RTS for this request and accepts it.
-    pub fn accept(&mut self, qp: &mut QueuePair, p: CmParams) -> Result<()> {
-        self.to_rts(qp, p)?;
+    /// Passive side: moves `qp` (in INIT) to RTS for this request and accepts it. On iWARP
+    /// the kernel moves the QP once the MPA exchange ends, and this waits (up to `timeout`)
+    /// for that: a SEND posted before would find the QP not yet in RTS.
+    pub fn accept(&mut self, qp: &mut QueuePair, p: CmParams, timeout: Duration) -> Result<()> {
+        let iwarp = self.is_iwarp();
+        if !iwarp {
+            self.to_rts(qp, p)?;
+        }
         let mut cp = Self::conn_param(qp, p);
         // SAFETY: the id is a live connect request; `cp` is valid for the call.
-        check(
-            unsafe { sys::rdma_accept(self.raw.as_ptr(), &mut cp) },
-            "rdma_accept",
-        )
+        let rc = unsafe { sys::rdma_accept(self.raw.as_ptr(), &mut cp) };
+        check(rc, "rdma_accept")?;
+        if iwarp {
+            self.expect(E::RDMA_CM_EVENT_ESTABLISHED, timeout)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the device the CM bound this id to is iWARP (false before it is bound).
+    fn is_iwarp(&self) -> bool {
+        // SAFETY: the id is alive; `verbs`, once set, is a live context whose device and
+        // transport never change.
+        unsafe {
+            let verbs = self.raw.as_ref().verbs;
+            !verbs.is_null() && (*(*verbs).device).transport_type == sys::IBV_TRANSPORT_IWARP
+        }
     }
 
     /// Starts a disconnect (the peer sees DISCONNECTED); errors are ignored: the connection may

@@ -1,0 +1,116 @@
+//! Soft-iWARP (siw0, next to rxe0 in the fabric boot: `softroce.sh run --siw`): the perftest
+//! tools connect through RDMA CM ours↔ours and against Debian's perftest in both directions;
+//! what iWARP cannot do (QPs moved by hand, UC/UD, atomics) is refused in one line, at once.
+
+#[path = "common/perftest_pair.rs"]
+mod perftest_pair;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use perftest_pair::{check_lat, env, pair, run_bw, On, Who, OURS};
+
+fn siw() -> On {
+    On {
+        device: env("SOFTROCE_SIW_DEVICE"),
+        gid_index: None,
+        ip: env("SOFTROCE_SIW_IP"),
+    }
+}
+
+#[test]
+fn the_device_is_iwarp() {
+    let on = siw();
+    let o = Command::new("ibv_devinfo")
+        .args(["-d", &on.device])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("transport:\t\t\tiWARP"), "{text}");
+}
+
+#[test]
+fn bw_tools_connect_through_rdma_cm_ours_and_perftest() {
+    let on = siw();
+    for (tool, server, client) in [
+        ("write-bw", Who::Ours, Who::Ours),
+        ("read-bw", Who::Ours, Who::Ours),
+        ("write-bw", Who::Perftest, Who::Ours),
+        ("write-bw", Who::Ours, Who::Perftest),
+        ("read-bw", Who::Perftest, Who::Ours),
+        ("read-bw", Who::Ours, Who::Perftest),
+    ] {
+        run_bw(&on, tool, server, client, &["-R"]);
+    }
+}
+
+#[test]
+fn lat_tools_connect_through_rdma_cm_ours_and_perftest() {
+    let on = siw();
+    for (tool, server, client) in [
+        ("write-lat", Who::Ours, Who::Ours),
+        ("read-lat", Who::Ours, Who::Ours),
+        ("send-lat", Who::Ours, Who::Ours),
+        ("write-lat", Who::Perftest, Who::Ours),
+        ("write-lat", Who::Ours, Who::Perftest),
+        ("read-lat", Who::Ours, Who::Perftest),
+        ("send-lat", Who::Perftest, Who::Ours),
+        ("send-lat", Who::Ours, Who::Perftest),
+    ] {
+        let args = ["-R", "-n", "100", "-s", "8"];
+        let (so, co) = pair(&on, tool, server, client, &args);
+        check_lat(tool, &so, &co, &[8], 100);
+    }
+}
+
+/// Runs `cmd`; it must fail within a second (no device resource made, no peer waited for) with
+/// one line on stderr that contains `want`.
+fn refused(cmd: &mut Command, want: &str) {
+    let t0 = Instant::now();
+    let o = cmd.output().unwrap();
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{cmd:?} ran:\n{err}");
+    assert!(err.contains(want), "{cmd:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{cmd:?}: {err}");
+    assert!(took < Duration::from_secs(1), "{cmd:?} took {took:?}");
+}
+
+#[test]
+fn what_iwarp_cannot_do_is_refused_in_one_line() {
+    let on = siw();
+    let d = on.device.as_str();
+    let iwarp = format!("{d} is an iWARP device");
+    // The paper benchmarks connect their QPs by hand (QP numbers through the registry).
+    for bin in [
+        env!("CARGO_BIN_EXE_rw-tput-sender"),
+        env!("CARGO_BIN_EXE_ud-sender"),
+        env!("CARGO_BIN_EXE_herd"),
+    ] {
+        refused(
+            Command::new(bin).args(["--device", d, "--registry", "127.0.0.1:1"]),
+            &format!("{iwarp}: its QPs connect only through RDMA CM"),
+        );
+    }
+    let tool = |args: &[&str]| {
+        let mut c = Command::new(OURS);
+        c.args(args).args(["-d", d]);
+        c
+    };
+    refused(
+        &mut tool(&["write-bw"]),
+        &format!("{iwarp}: its QPs connect only through RDMA CM: add -R"),
+    );
+    refused(
+        &mut tool(&["send-lat", "-R", "-c", "UD"]),
+        &format!("-c UD: {iwarp}, which has RC QPs only"),
+    );
+    refused(
+        &mut tool(&["send-bw", "-R"]),
+        &format!("{iwarp}: a SEND there needs a RECV already posted"),
+    );
+    refused(
+        &mut tool(&["atomic-bw", "-R"]),
+        &format!("{d} has no RDMA atomics"),
+    );
+}
