@@ -1,5 +1,6 @@
 //! Soft-iWARP (siw0, next to rxe0 in the fabric boot: `softroce.sh run --siw`): the perftest
-//! tools connect through RDMA CM ours↔ours and against Debian's perftest in both directions;
+//! tools connect through RDMA CM ours↔ours and against Debian's perftest in both directions
+//! (send-bw with perftest's credit exchange);
 //! what iWARP cannot do (QPs moved by hand, UC/UD, atomics) is refused in one line, at once.
 
 #[path = "common/perftest_pair.rs"]
@@ -39,9 +40,15 @@ fn bw_tools_connect_through_rdma_cm_ours_and_perftest() {
         ("write-bw", Who::Ours, Who::Perftest),
         ("read-bw", Who::Perftest, Who::Ours),
         ("read-bw", Who::Ours, Who::Perftest),
+        // SENDs paced by perftest's credit exchange (iWARP has no RNR retry).
+        ("send-bw", Who::Ours, Who::Ours),
+        ("send-bw", Who::Perftest, Who::Ours),
+        ("send-bw", Who::Ours, Who::Perftest),
     ] {
         run_bw(&on, tool, server, client, &["-R"]);
     }
+    // Each QP has its own credit word.
+    run_bw(&on, "send-bw", Who::Ours, Who::Ours, &["-R", "-q", "2"]);
 }
 
 #[test]
@@ -106,8 +113,8 @@ fn what_iwarp_cannot_do_is_refused_in_one_line() {
         &format!("-c UD: {iwarp}, which has RC QPs only"),
     );
     refused(
-        &mut tool(&["send-bw", "-R"]),
-        &format!("{iwarp}: a SEND there needs a RECV already posted"),
+        &mut tool(&["send-bw", "-R", "-b"]),
+        &format!("-b: {iwarp}, where send-bw paces its SENDs with perftest's credit exchange"),
     );
     refused(
         &mut tool(&["atomic-bw", "-R"]),

@@ -128,6 +128,9 @@ pub fn post_side(
     for q in 0..nq {
         batches.push(batch_for(s, q, size)?);
     }
+    if let Some(c) = s.credits.as_mut() {
+        c.begin_size();
+    }
     let st = s.settings.clone();
     let (pl, cq_mod) = (u64::from(st.post_list), u64::from(st.cq_mod));
     let inc = s.geo.inc(size);
@@ -188,7 +191,12 @@ pub fn post_side(
         }
         for (q, (batch, slots)) in batches.iter_mut().enumerate() {
             let (qp, qm) = (&mut s.qps[q], &mut qmod[q]);
-            while (timed.is_some() || qm.posted() < iters) && qm.has_room(pl) {
+            while (timed.is_some() || qm.posted() < iters)
+                && qm.has_room(pl)
+                && s.credits
+                    .as_ref()
+                    .is_none_or(|c| c.window_open(q, qm.posted(), pl))
+            {
                 if pl == 1 {
                     let m = qm.posted();
                     if *slots > 1 {

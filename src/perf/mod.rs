@@ -10,6 +10,7 @@ mod cm_connect;
 #[cfg(has_rdmacm)]
 pub mod cm_link;
 pub mod cpu;
+mod credits;
 pub mod keys;
 pub mod lat;
 pub mod layout;

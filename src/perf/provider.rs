@@ -16,14 +16,12 @@ pub(super) fn check_device(ctx: &Context, settings: &Settings, a: &PerfArgs) -> 
                 "{name} is an iWARP device: its QPs connect only through RDMA CM: add -R"
             )));
         }
-        if settings.tool == super::Tool::SEND_BW {
-            // iWARP has no RNR retry: a SEND that finds no RECV posted ends the connection.
-            // perftest paces ib_send_bw there with a credit exchange (RDMA WRITEs of the
-            // receive count), which this send-bw does not speak.
+        if settings.tool == super::Tool::SEND_BW && settings.duplex {
+            // The credit exchange that paces SENDs there is one-way here: with -b each
+            // side's credit WRITEs would share the send queue with its own SENDs.
             return Err(Error::config(format!(
-                "{name} is an iWARP device: a SEND there needs a RECV already posted (no RNR \
-                 retry), and send-bw has no credit exchange to pace it: use send-lat, or \
-                 write-bw"
+                "-b: {name} is an iWARP device, where send-bw paces its SENDs with perftest's \
+                 credit exchange, which rdma-bench runs one way only: run send-bw without -b"
             )));
         }
         match settings.qp_type {

@@ -10,7 +10,7 @@ use super::clock::{self, SampledWindow};
 use super::session::Session;
 use super::stats::BwRow;
 use crate::error::Result;
-use crate::hot::{RecvBatch, Stall};
+use crate::hot::{PollTimeout, RecvBatch, Stall};
 use crate::verbs::{CompletionQueue, QpType, WorkCompletion};
 
 /// Over UC and UD a receiver that has heard nothing for this long once SENDs flowed takes the
@@ -72,6 +72,9 @@ impl Receives {
         }
         self.rcnt = 0;
         self.quiet.progress();
+        if let Some(c) = s.credits.as_mut() {
+            c.begin_size();
+        }
         Ok(())
     }
 
@@ -96,6 +99,9 @@ impl Receives {
                     self.batches[q].post(&mut s.qps[q], 1)?;
                     self.posted[q] += 1;
                     self.queued[q] += 1;
+                }
+                if let Some(c) = s.credits.as_mut() {
+                    c.taken(q, &mut s.qps[q], PollTimeout::new(s.attention))?;
                 }
             }
             total += n as u64;
@@ -195,6 +201,9 @@ pub fn receive_side(
         }
         window.count(n);
         last = t;
+    }
+    if let Some(c) = s.credits.as_mut() {
+        c.drain(&s.qps, PollTimeout::new(attention))?;
     }
     Ok(match timed {
         Some(_) if st.infinite => last_window.unwrap_or_default(),

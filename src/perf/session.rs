@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::args::PerfArgs;
 use super::channel::{Channel, Wait};
 use super::cm_connect::cm_channel;
+use super::credits::Credits;
 use super::keys::Dest;
 use super::layout::{local_page_and_line, mtu_bytes, Geometry};
 use super::provider::check_device;
@@ -49,6 +50,8 @@ pub struct Session {
     pub(super) ud_peers: Vec<(Arc<AddressHandle>, u32)>,
     /// UD: the Q_Key both sides' QPs take (libhrd's and perftest's default; the CM's with -R).
     pub(super) ud_qkey: u32,
+    /// iWARP send-bw: perftest's credit words ([`Credits`]).
+    pub(super) credits: Option<Credits>,
     /// Key messages carry GIDs (RoCE, or `-x`).
     pub with_gid: bool,
     /// Inline limit in effect.
@@ -246,6 +249,11 @@ impl Session {
         };
         let mr = res.region(geo.mr_len() as usize, place, access)?;
         mr.fill(0);
+        // iWARP: send-bw's SENDs are paced by perftest's credit words, whose keys the key
+        // messages carry instead of the buffer's.
+        let credits = (ctx.is_iwarp() && tool == super::Tool::SEND_BW)
+            .then(|| Credits::new(&res, nq as usize, settings.rx_depth, settings.tx_depth))
+            .transpose()?;
         // perftest draws its PSN at random; any 24-bit value works, as each side tells the other.
         let psn = (crate::kv::splitmix64(
             u64::from(std::process::id()) ^ crate::stats::CycleClock::new().stamp(),
@@ -258,8 +266,10 @@ impl Session {
                 out_reads,
                 qpn: qp.qp_num(),
                 psn,
-                rkey: mr.rkey(),
-                vaddr: mr.addr() as u64 + geo.exposed(i as u64),
+                rkey: credits.as_ref().map_or(mr.rkey(), |c| c.key(i).0),
+                vaddr: credits
+                    .as_ref()
+                    .map_or(mr.addr() as u64 + geo.exposed(i as u64), |c| c.key(i).1),
                 gid: if with_gid { port.gid().0 } else { [0; 16] },
                 srqn: 0,
             })
@@ -275,6 +285,7 @@ impl Session {
             rem: Vec::new(),
             ud_peers: Vec::new(),
             ud_qkey: crate::verbs::defaults::QKEY,
+            credits,
             with_gid,
             inline,
             out_reads,
@@ -324,6 +335,9 @@ impl Session {
             rem.push(self.channel.hand_shake(d, self.with_gid, Wait::Setup)?);
         }
         self.rem = rem;
+        if let Some(c) = self.credits.as_mut() {
+            c.connect(&mut self.qps, &self.rem)?;
+        }
         Ok(())
     }
 
