@@ -178,6 +178,7 @@ fn port(ctx: &Context, p: u8, out: &mut Vec<Finding>) -> bool {
         .map(|g| format!(", {g} Gb/s"))
         .unwrap_or_default();
     let layer = match attr.link_layer {
+        LinkLayer::Ethernet if ctx.is_iwarp() => "Ethernet (iWARP)",
         LinkLayer::Ethernet => "Ethernet (RoCE)",
         LinkLayer::InfiniBand => "InfiniBand",
     };
@@ -228,6 +229,7 @@ fn port(ctx: &Context, p: u8, out: &mut Vec<Finding>) -> bool {
             format!("LID {}, subnet manager at LID {}", attr.lid, attr.sm_lid),
             None,
         )),
+        LinkLayer::Ethernet if ctx.is_iwarp() => out.push(iwarp(ctx, p, &subject)),
         LinkLayer::Ethernet => out.push(gids(ctx, p, attr.gid_tbl_len, &subject)),
     }
     out.push(counters(ctx.name(), p, &subject));
@@ -285,6 +287,27 @@ fn counters(dev: &str, p: u8, subject: &str) -> Finding {
                 .into(),
         ),
     )
+}
+
+/// An iWARP port: where RDMA CM reaches it, and what runs on it.
+fn iwarp(ctx: &Context, p: u8, subject: &str) -> Finding {
+    let ips: Vec<String> = ctx.iwarp_ipv4(p).iter().map(|a| a.to_string()).collect();
+    let what = "iWARP: QPs connect only through RDMA CM, so the perftest tools run here with -R and the paper benchmarks and applications refuse it";
+    if ips.is_empty() {
+        finding(
+            Verdict::Warn,
+            subject,
+            format!("{what}; its netdev has no IPv4 address, so RDMA CM cannot reach it"),
+            Some("give the netdev an IPv4 address (`ip addr add <a.b.c.d/n> dev <netdev>`)".into()),
+        )
+    } else {
+        finding(
+            Verdict::Warn,
+            subject,
+            format!("{what}; RDMA CM reaches it at {}", ips.join(", ")),
+            Some("run the paper benchmarks on a RoCE or InfiniBand device (--device)".into()),
+        )
+    }
 }
 
 /// The GID table with types, and the index our tools pick.
