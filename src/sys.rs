@@ -19,6 +19,47 @@
 #![allow(unsafe_op_in_unsafe_fn)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+include!(concat!(env!("OUT_DIR"), "/imm_paths.rs"));
+
+/// A send WR's remote buffer for RDMA READ/WRITE (`wr.rdma`), written by field path: the
+/// bindings' names of the anonymous member types differ between header layouts.
+///
+/// # Safety
+/// `wr` points to a live, writable `ibv_send_wr`.
+#[inline(always)]
+pub(crate) unsafe fn wr_set_rdma(wr: *mut ibv_send_wr, remote_addr: u64, rkey: u32) {
+    (*wr).wr.rdma.remote_addr = remote_addr;
+    (*wr).wr.rdma.rkey = rkey;
+}
+
+/// A send WR's atomic operands (`wr.atomic`), as [`wr_set_rdma`].
+///
+/// # Safety
+/// `wr` points to a live, writable `ibv_send_wr`.
+#[inline(always)]
+pub(crate) unsafe fn wr_set_atomic(
+    wr: *mut ibv_send_wr,
+    remote_addr: u64,
+    compare_add: u64,
+    swap: u64,
+    rkey: u32,
+) {
+    (*wr).wr.atomic.remote_addr = remote_addr;
+    (*wr).wr.atomic.compare_add = compare_add;
+    (*wr).wr.atomic.swap = swap;
+    (*wr).wr.atomic.rkey = rkey;
+}
+
+/// A UD send WR's destination (`wr.ud`), as [`wr_set_rdma`].
+///
+/// # Safety
+/// `wr` points to a live, writable `ibv_send_wr`; `ah` outlives every post of it.
+#[inline(always)]
+pub(crate) unsafe fn wr_set_ud(wr: *mut ibv_send_wr, ah: *mut ibv_ah, qpn: u32, qkey: u32) {
+    (*wr).wr.ud.ah = ah;
+    (*wr).wr.ud.remote_qpn = qpn;
+    (*wr).wr.ud.remote_qkey = qkey;
+}
 
 /// `ibv_wc_status_str`: libibverbs' name of a completion status ("unknown" for values it does
 /// not know). Safe: the function takes any value and returns a static string.

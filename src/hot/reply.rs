@@ -351,13 +351,9 @@ impl UdPostlist {
             (*self.sges.at_unchecked(i)).length = len;
             let wr = self.wrs.at_unchecked(i);
             (*wr).opcode = opcode;
-            (*wr).__bindgen_anon_1.imm_data = imm;
+            *sys::send_wr_imm(wr) = imm;
             (*wr).send_flags = F::IBV_SEND_INLINE.0;
-            (*wr).wr.ud = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
-                ah,
-                remote_qpn: qpn,
-                remote_qkey: crate::verbs::defaults::QKEY,
-            };
+            sys::wr_set_ud(wr, ah, qpn, crate::verbs::defaults::QKEY);
         }
         self.staged = i + 1;
         Ok(())

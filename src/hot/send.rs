@@ -432,31 +432,12 @@ impl SendBatch {
             (*wr).opcode = op.opcode();
             (*self.sges.at_unchecked(i)).length = len;
             match op {
-                Op::FetchAdd(add) => {
-                    (*wr).wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                        remote_addr,
-                        compare_add: add,
-                        swap: 0,
-                        rkey: r.rkey,
-                    }
-                }
-                Op::CmpSwap(cmp, swap) => {
-                    (*wr).wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                        remote_addr,
-                        compare_add: cmp,
-                        swap,
-                        rkey: r.rkey,
-                    }
-                }
-                _ => {
-                    (*wr).wr.rdma = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
-                        remote_addr,
-                        rkey: r.rkey,
-                    }
-                }
+                Op::FetchAdd(add) => sys::wr_set_atomic(wr, remote_addr, add, 0, r.rkey),
+                Op::CmpSwap(cmp, swap) => sys::wr_set_atomic(wr, remote_addr, cmp, swap, r.rkey),
+                _ => sys::wr_set_rdma(wr, remote_addr, r.rkey),
             }
             if let Op::WriteImm(imm) = op {
-                (*wr).__bindgen_anon_1.imm_data = imm.to_be();
+                *sys::send_wr_imm(wr) = imm.to_be();
             }
         }
         Ok(())
@@ -578,42 +559,23 @@ fn template(
         send_flags: base_flags,
         ..Default::default()
     };
-    if let Op::WriteImm(imm) | Op::SendImm(imm) = spec.op {
-        wr.__bindgen_anon_1.imm_data = imm.to_be();
-    }
-    if let Some(r) = remote {
-        let remote_addr = r.addr + spec.remote_offset + (i * spec.stride) as u64;
-        match spec.op {
-            Op::FetchAdd(add) => {
-                wr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                    remote_addr,
-                    compare_add: add,
-                    swap: 0,
-                    rkey: r.rkey,
-                }
-            }
-            Op::CmpSwap(cmp, swap) => {
-                wr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                    remote_addr,
-                    compare_add: cmp,
-                    swap,
-                    rkey: r.rkey,
-                }
-            }
-            _ => {
-                wr.wr.rdma = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
-                    remote_addr,
-                    rkey: r.rkey,
-                }
+    let p: *mut sys::ibv_send_wr = &mut wr;
+    // SAFETY: `p` is the local WR, live and writable for these calls.
+    unsafe {
+        if let Op::WriteImm(imm) | Op::SendImm(imm) = spec.op {
+            *sys::send_wr_imm(p) = imm.to_be();
+        }
+        if let Some(r) = remote {
+            let remote_addr = r.addr + spec.remote_offset + (i * spec.stride) as u64;
+            match spec.op {
+                Op::FetchAdd(add) => sys::wr_set_atomic(p, remote_addr, add, 0, r.rkey),
+                Op::CmpSwap(cmp, swap) => sys::wr_set_atomic(p, remote_addr, cmp, swap, r.rkey),
+                _ => sys::wr_set_rdma(p, remote_addr, r.rkey),
             }
         }
-    }
-    if let Some((ah, remote_qpn)) = ud {
-        wr.wr.ud = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
-            ah,
-            remote_qpn,
-            remote_qkey: crate::verbs::defaults::QKEY,
-        };
+        if let Some((ah, remote_qpn)) = ud {
+            sys::wr_set_ud(p, ah, remote_qpn, crate::verbs::defaults::QKEY);
+        }
     }
     wr
 }

@@ -211,7 +211,7 @@ impl WorkCompletion {
     pub fn imm_data(&self) -> Option<u32> {
         (self.0.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0)
             // SAFETY: with IBV_WC_WITH_IMM set, the union holds imm_data (network order).
-            .then(|| u32::from_be(unsafe { self.0.__bindgen_anon_1.imm_data }))
+            .then(|| u32::from_be(unsafe { sys::wc_imm(&self.0) }))
     }
     /// True when a UD receive buffer starts with a 40-byte GRH.
     pub fn has_grh(&self) -> bool {
