@@ -14,7 +14,7 @@ use super::layout::{local_page_and_line, mtu_bytes, Geometry};
 use super::provider::check_device;
 use super::report::{address_lines, TestInfo, WAITING_BANNER};
 use super::settings::Settings;
-use super::{Test, Verb};
+use super::Verb;
 use crate::control::Attention;
 use crate::counters::{Named, PortRef, Watch};
 use crate::error::{Error, Result};
@@ -24,9 +24,6 @@ use crate::verbs::{
     AddressHandle, ConnectParams, Gid, LinkLayer, MemoryRegion, Port, QpCaps, QpInfo, QpSpec,
     QpType, QueuePair, Resources,
 };
-
-/// Mellanox's PCI vendor id: the devices perftest knows inline defaults for.
-const MELLANOX_VENDOR: u32 = 0x02c9;
 
 /// One side, connected to its peer's channel, with its QPs made (not yet connected).
 pub struct Session {
@@ -131,7 +128,7 @@ impl Session {
         }
         let roce = port.attr().link_layer == LinkLayer::Ethernet;
         let with_gid = roce || a.gid_index.is_some();
-        let (vendor, _) = ctx.vendor_ids()?;
+        let (vendor, part) = ctx.vendor_ids()?;
         let dev_reads = ctx.max_qp_rd_atom()?.clamp(1, 255);
         let mut notices = settings.notices.clone();
         let out_reads = match tool.verb {
@@ -150,11 +147,7 @@ impl Session {
         let inline = match (tool.verb, settings.inline_request) {
             (Verb::Read | Verb::Atomic, _) => 0,
             (_, Some(i)) => i,
-            // perftest's defaults: latency WRITEs 220, latency SENDs 236 on the devices it
-            // knows (Mellanox here), 0 for BW tests and unknown devices such as Soft-RoCE.
-            (Verb::Write, None) if tool.test == Test::Lat && vendor == MELLANOX_VENDOR => 220,
-            (Verb::Send, None) if tool.test == Test::Lat && vendor == MELLANOX_VENDOR => 236,
-            _ => 0,
+            (_, None) => super::provider::default_inline(vendor, part, tool, settings.qp_type),
         };
         let active = port.attr().active_mtu;
         let local_mtu = match settings.mtu {
