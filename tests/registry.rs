@@ -26,6 +26,7 @@ fn info(qpn: u32) -> QpInfo {
         buf_size: 8192,
         rkey: 77 + qpn,
         mtu: 3,
+        rd_atomic: 16,
     }
 }
 

@@ -371,6 +371,8 @@ impl Session {
                 rkey: r.rkey,
                 // perftest's exchange agreed on the MTU already (ConnectParams::path_mtu).
                 mtu: 0,
+                // perftest's own read depths are set explicitly below.
+                rd_atomic: 0,
             };
             let qos = self.settings.qos.on_port(&self.port, i);
             if qp.qp_type() == QpType::Ud {

@@ -4,9 +4,10 @@
 //! ```text
 //! off len field
 //!   0   4 magic "RBQP"
-//!   4   1 version (2)
+//!   4   1 version (3)
 //!   5   1 active MTU of the QP's port (ibv_mtu: 1 = 256 B … 5 = 4096 B)
-//!   6   2 zero
+//!   6   1 READs/atomics its device accepts in flight per QP (max_qp_rd_atom, at most 255)
+//!   7   1 zero
 //!   8   8 run id (random per process; a reader may insist on a peer's)
 //!  16   8 published at, Unix ms
 //!  24   4 qpn        28 4 psn        32 2 lid        34 2 zero
@@ -20,7 +21,7 @@ use crate::verbs::QpInfo;
 /// Bytes of one encoded value.
 pub const VALUE_LEN: usize = 72;
 const MAGIC: &[u8; 4] = b"RBQP";
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 
 /// A published `QpInfo` with the facts that make staleness visible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,7 @@ pub fn encode(e: &Entry) -> [u8; VALUE_LEN] {
     b[0..4].copy_from_slice(MAGIC);
     b[4] = VERSION;
     b[5] = e.info.mtu as u8;
+    b[6] = e.info.rd_atomic;
     b[8..16].copy_from_slice(&e.run_id.to_le_bytes());
     b[16..24].copy_from_slice(&e.published_ms.to_le_bytes());
     b[24..28].copy_from_slice(&e.info.qpn.to_le_bytes());
@@ -74,7 +76,7 @@ pub fn decode(b: &[u8]) -> Result<Entry, String> {
             b[4]
         ));
     }
-    if b[6..8] != [0, 0] {
+    if b[7] != 0 {
         return Err("value has non-zero reserved bytes".into());
     }
     let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
@@ -94,6 +96,7 @@ pub fn decode(b: &[u8]) -> Result<Entry, String> {
         buf_size: u64_at(60),
         rkey: u32_at(68),
         mtu: u32::from(b[5]),
+        rd_atomic: b[6],
     };
     if info.mtu > 5 {
         return Err(format!(
@@ -127,6 +130,7 @@ mod tests {
                 buf_size: 8192,
                 rkey: 0xabcd,
                 mtu: 3,
+                rd_atomic: 16,
             },
             run_id: 0x0123_4567_89ab_cdef,
             published_ms: 1_800_000_000_000,

@@ -187,6 +187,12 @@ impl Context {
         Ok(self.query_device()?.max_qp_rd_atom.max(0) as u32)
     }
 
+    /// RDMA READs / atomics a QP of this device may initiate in flight
+    /// (`max_qp_init_rd_atom`).
+    pub fn max_qp_init_rd_atom(&self) -> Result<u32> {
+        Ok(self.query_device()?.max_qp_init_rd_atom.max(0) as u32)
+    }
+
     /// PCI vendor id and vendor part id (Soft-RoCE reports 0xFFFFFF and 0).
     pub fn vendor_ids(&self) -> Result<(u32, u32)> {
         let a = self.query_device()?;

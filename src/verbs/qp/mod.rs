@@ -459,8 +459,17 @@ impl QueuePair {
             | M::IBV_QP_PATH_MTU
             | M::IBV_QP_DEST_QPN
             | M::IBV_QP_RQ_PSN;
+        // Read depths within both devices' limits: what this side accepts within its own
+        // device's, what it initiates within its own and what the peer's device accepts (a
+        // READ beyond the responder's depth is a protocol error that kills the QP).
+        let ctx = self.port.context();
+        let responder = p.max_dest_rd_atomic.min(clamp_u8(ctx.max_qp_rd_atom()?));
+        let mut initiator = p.max_rd_atomic.min(clamp_u8(ctx.max_qp_init_rd_atom()?));
+        if remote.rd_atomic > 0 {
+            initiator = initiator.min(remote.rd_atomic);
+        }
         if self.qp_type == QpType::Rc {
-            rtr.max_dest_rd_atomic = p.max_dest_rd_atomic;
+            rtr.max_dest_rd_atomic = responder;
             rtr.min_rnr_timer = defaults::MIN_RNR_TIMER;
             mask |= M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
         }
@@ -476,7 +485,7 @@ impl QueuePair {
             rts.timeout = p.timeout;
             rts.retry_cnt = defaults::RETRY_CNT;
             rts.rnr_retry = defaults::RNR_RETRY;
-            rts.max_rd_atomic = p.max_rd_atomic;
+            rts.max_rd_atomic = initiator;
             mask = mask
                 | M::IBV_QP_TIMEOUT
                 | M::IBV_QP_RETRY_CNT
@@ -512,6 +521,10 @@ impl QueuePair {
             buf_size: mr.map_or(0, |m| m.len() as u64),
             rkey: mr.map_or(0, |m| m.rkey()),
             mtu: self.port.attr().active_mtu,
+            rd_atomic: match self.qp_type {
+                QpType::Rc => self.port.context().max_qp_rd_atom().map_or(0, clamp_u8),
+                QpType::Uc | QpType::Ud => 0,
+            },
         }
     }
 
@@ -590,4 +603,9 @@ fn raw_caps(c: QpCaps) -> sys::ibv_qp_cap {
         max_recv_sge: c.max_recv_sge,
         max_inline_data: c.max_inline_data,
     }
+}
+
+/// A device limit as the one byte the verbs' read depths are.
+fn clamp_u8(n: u32) -> u8 {
+    n.min(255) as u8
 }
