@@ -98,7 +98,9 @@ impl Launcher {
     /// Whether `host` answers over ssh (and has the binary): None when it does, else why not.
     pub fn unreachable(&self, host: &str) -> Option<String> {
         let remote = vec!["test".into(), "-x".into(), self.bin.clone()];
-        let argv = self.ssh_argv(host, &remote, Duration::from_secs(20));
+        // A host that does not answer fails on ssh's ConnectTimeout; this bound is for one
+        // that answers slowly (a loaded host: one CI boot saw three starved guests pass 20 s).
+        let argv = self.ssh_argv(host, &remote, Duration::from_secs(45));
         match child::run(&argv, &[], self.attention) {
             Ok(o) if o.code == Some(0) => None,
             Ok(o) if o.code == Some(1) => Some(format!("{} is not there", self.bin)),
