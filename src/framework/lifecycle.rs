@@ -132,6 +132,9 @@ impl ThreadCtx<'_> {
     /// its counters are read around the measurement.
     pub fn open_port(&self, port_index: usize) -> Result<Port> {
         let port = self.common.open_port(port_index)?;
+        if let Some(note) = crate::verbs::provider_env::mlx5_note(port.context()) {
+            println!("main: {note}");
+        }
         // Once per port: the GID picked is not the usual RoCE v2 IPv4 one, and why.
         if let (true, Some(note)) = (self.fabric.add(&port), port.gid_note()) {
             println!("main: {note}");

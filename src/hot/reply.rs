@@ -105,7 +105,7 @@ impl UdPostlist {
             .context()
             .gid_type(port.num(), port.gid_index())
             .is_some_and(|t| t.contains("v2"));
-        let source = if !port.is_roce() {
+        let source = if !port.addressed_by_gid() {
             Source::Lid
         } else if v2 && port.gid().ipv4().is_some() {
             Source::Ipv4

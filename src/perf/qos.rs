@@ -110,7 +110,7 @@ impl Qos {
 
     /// `port` with QP 0's path fields and the P_Key index.
     pub fn apply(&self, port: Port) -> Result<Port> {
-        let qos = if port.is_roce() {
+        let qos = if port.addressed_by_gid() {
             self.for_qp(0)
         } else {
             // perftest writes its hop limit into a GRH only; this port sends none.

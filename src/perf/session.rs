@@ -21,8 +21,8 @@ use crate::error::{Error, Result};
 use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
 use crate::mem::{HugePolicy, Placement};
 use crate::verbs::{
-    AddressHandle, ConnectParams, Gid, LinkLayer, MemoryRegion, Port, QpCaps, QpInfo, QpSpec,
-    QpType, QueuePair, Resources,
+    AddressHandle, ConnectParams, Gid, MemoryRegion, Port, QpCaps, QpInfo, QpSpec, QpType,
+    QueuePair, Resources,
 };
 
 /// One side, connected to its peer's channel, with its QPs made (not yet connected).
@@ -126,8 +126,7 @@ impl Session {
                 )));
             }
         }
-        let roce = port.attr().link_layer == LinkLayer::Ethernet;
-        let with_gid = roce || a.gid_index.is_some();
+        let with_gid = port.addressed_by_gid() || a.gid_index.is_some();
         let (vendor, part) = ctx.vendor_ids()?;
         let dev_reads = ctx.max_qp_rd_atom()?.clamp(1, 255);
         let mut notices = settings.notices.clone();

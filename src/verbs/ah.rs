@@ -104,7 +104,7 @@ pub(crate) fn address_vector(port: &Port, qos: PathQos, remote: &QpInfo) -> sys:
         sl: qos.sl,
         ..Default::default()
     };
-    if port.is_roce() {
+    if port.addressed_by_gid() {
         attr.is_global = 1;
         attr.grh.dgid.raw = remote.gid;
         attr.grh.sgid_index = port.gid_index() as u8;

@@ -213,11 +213,7 @@ impl Context {
             active_mtu: attr.active_mtu,
             max_mtu: attr.max_mtu,
             lid: attr.lid,
-            link_layer: if u32::from(attr.link_layer) == sys::IBV_LINK_LAYER_ETHERNET {
-                LinkLayer::Ethernet
-            } else {
-                LinkLayer::InfiniBand
-            },
+            link_layer: LinkLayer::from_raw(attr.link_layer, attr.lid),
             gid_tbl_len: attr.gid_tbl_len.max(0) as u32,
             pkey_tbl_len: attr.pkey_tbl_len,
             phys_state: attr.phys_state,
@@ -348,8 +344,25 @@ impl fmt::Display for PortState {
 pub enum LinkLayer {
     /// InfiniBand: address by LID.
     InfiniBand,
-    /// Ethernet (RoCE): address by GID, with a GRH.
+    /// Ethernet (RoCE, or iWARP): address by GID, with a GRH.
     Ethernet,
+    /// Unspecified by the provider, on a port without a LID: EFA's SRD fabric, whose peers
+    /// are addressed by GID with a GRH, though it is neither InfiniBand nor RoCE.
+    Unspecified,
+}
+
+impl LinkLayer {
+    /// From `ibv_port_attr.link_layer` and the port's LID. Providers older than RoCE leave the
+    /// field unspecified (0) on InfiniBand ports, which have a LID once a subnet manager has
+    /// configured them; a port that leaves it unspecified and has no LID (EFA) is reached by
+    /// GID, so treating it as InfiniBand (LID 0, no GRH) would address nobody.
+    pub fn from_raw(link_layer: u8, lid: u16) -> LinkLayer {
+        match u32::from(link_layer) {
+            sys::IBV_LINK_LAYER_ETHERNET => LinkLayer::Ethernet,
+            sys::IBV_LINK_LAYER_UNSPECIFIED if lid == 0 => LinkLayer::Unspecified,
+            _ => LinkLayer::InfiniBand,
+        }
+    }
 }
 
 /// What `ibv_query_port` says, in the parts we use.
@@ -466,6 +479,24 @@ impl fmt::Debug for Gid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unspecified_link_layer_without_a_lid_is_reached_by_gid() {
+        let raw = |l: u32| l as u8;
+        let ll = |l, lid| LinkLayer::from_raw(raw(l), lid);
+        assert_eq!(ll(sys::IBV_LINK_LAYER_ETHERNET, 0), LinkLayer::Ethernet);
+        assert_eq!(ll(sys::IBV_LINK_LAYER_INFINIBAND, 7), LinkLayer::InfiniBand);
+        // An old InfiniBand provider leaves the field unspecified; its port has a LID.
+        assert_eq!(
+            ll(sys::IBV_LINK_LAYER_UNSPECIFIED, 7),
+            LinkLayer::InfiniBand
+        );
+        // EFA: unspecified, and no LID.
+        assert_eq!(
+            ll(sys::IBV_LINK_LAYER_UNSPECIFIED, 0),
+            LinkLayer::Unspecified
+        );
+    }
 
     #[test]
     fn ipv4_mapped_gid_prints_as_address() {

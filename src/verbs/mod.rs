@@ -21,6 +21,8 @@ mod mr;
 mod op;
 mod pd;
 mod port;
+/// The mlx5 environment the original's scripts export, set by the paper benchmarks.
+pub mod provider_env;
 mod qp;
 mod qp_info;
 mod resources;

@@ -106,7 +106,7 @@ impl Port {
             return Err(bad_gid());
         }
         let gid = ctx.gid(num, gid_index).map_err(|_| bad_gid())?;
-        if attr.link_layer == LinkLayer::Ethernet && gid == Gid::default() {
+        if attr.link_layer != LinkLayer::InfiniBand && gid == Gid::default() {
             return Err(bad_gid());
         }
         Ok(Port {
@@ -132,7 +132,7 @@ impl Port {
     /// refused when they need a GRH ([`PathQos::needs_grh`]) on an InfiniBand port, whose
     /// LID-routed paths carry none.
     pub fn with_qos(self, qos: PathQos) -> Result<Port> {
-        if qos.needs_grh() && !self.is_roce() {
+        if qos.needs_grh() && !self.addressed_by_gid() {
             return Err(Error::config(format!(
                 "{}:{} is an InfiniBand port whose paths are routed by LID without a GRH: no \
                  traffic class, flow label or hop limit can be set there",
@@ -222,8 +222,13 @@ impl Port {
     pub fn is_roce_v2(&self) -> bool {
         self.is_roce() && self.ctx.gid_type(self.num, self.gid_index).as_deref() == Some("RoCE v2")
     }
-    /// True on RoCE, where peers are addressed by GID with a GRH.
+    /// True on RoCE (an Ethernet link layer).
     pub fn is_roce(&self) -> bool {
         self.attr.link_layer == LinkLayer::Ethernet
+    }
+    /// True where peers are addressed by GID with a GRH (RoCE, EFA), false where by LID
+    /// (InfiniBand).
+    pub fn addressed_by_gid(&self) -> bool {
+        self.attr.link_layer != LinkLayer::InfiniBand
     }
 }

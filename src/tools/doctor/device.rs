@@ -181,6 +181,7 @@ fn port(ctx: &Context, p: u8, out: &mut Vec<Finding>) -> bool {
         LinkLayer::Ethernet if ctx.is_iwarp() => "Ethernet (iWARP)",
         LinkLayer::Ethernet => "Ethernet (RoCE)",
         LinkLayer::InfiniBand => "InfiniBand",
+        LinkLayer::Unspecified => "link layer unspecified (EFA-like: addressed by GID)",
     };
     let active = attr.state == PortState::Active;
     out.push(finding(
@@ -204,6 +205,7 @@ fn port(ctx: &Context, p: u8, out: &mut Vec<Finding>) -> bool {
         let fix = match attr.link_layer {
             LinkLayer::Ethernet => "RoCE's MTU follows the netdev's: raise it (e.g. `ip link set <netdev> mtu 9000`, on the switch too)",
             LinkLayer::InfiniBand => "the subnet manager's partition MTU limits it (opensm: partitions.conf mtu=5)",
+            LinkLayer::Unspecified => "the provider and its fabric set it (see the provider's documentation)",
         };
         out.push(finding(
             Verdict::Warn,
@@ -231,6 +233,12 @@ fn port(ctx: &Context, p: u8, out: &mut Vec<Finding>) -> bool {
         )),
         LinkLayer::Ethernet if ctx.is_iwarp() => out.push(iwarp(ctx, p, &subject)),
         LinkLayer::Ethernet => out.push(gids(ctx, p, attr.gid_tbl_len, &subject)),
+        LinkLayer::Unspecified => out.push(finding(
+            Verdict::Ok,
+            &subject,
+            format!("no LID: peers are addressed by GID {}", ctx.gid(p, 0).map(|g| g.to_string()).unwrap_or_default()),
+            Some("if this is an InfiniBand port, no subnet manager has configured it yet (e.g. `systemctl start opensm`)".into()),
+        )),
     }
     out.push(counters(ctx.name(), p, &subject));
     true
