@@ -20,7 +20,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use rdma_bench::tools::results::{self, Metric};
-use twonode::{env, netdev, node, outcome, rw_pair, spawn, tool_pair, Registry};
+use twonode::{against_perftest, env, netdev, node, outcome, rw_pair, spawn, tool_pair, Registry};
 
 const UD: &str = env!("CARGO_BIN_EXE_ud-sender");
 
@@ -183,6 +183,38 @@ fn faults_across_two_nodes() {
                 "{err}"
             );
             nothing_left("ud-sender over a 1024-B port");
+        }
+        // The perftest tools agree on the smaller MTU as perftest does, ours with ours and with
+        // perftest's: 4096-B WRITEs go node 1 → node 0 (onto the 1024-B port), 4096-B READs
+        // bring node 0's bytes to node 1.
+        for (port, ib_tool, tool) in [
+            (18711, None, "write-bw"),
+            (18712, None, "read-bw"),
+            (18713, Some("ib_write_bw"), "write-bw"),
+            (18714, Some("ib_read_bw"), "read-bw"),
+        ] {
+            let args = ["-s", "4096", "-n", "300"];
+            let what = format!(
+                "{} server, our {tool} client, 4096 B, MTUs 1024/4096",
+                ib_tool.unwrap_or(tool)
+            );
+            let run = match ib_tool {
+                Some(ib) => against_perftest(ib, tool, port, &args),
+                None => tool_pair(tool, port, &args),
+            };
+            let (code, out, err) = outcome(run);
+            assert_eq!(code, 0, "{what}: node {}\n{out}\n{err}", node());
+            if node() == 1 {
+                // Our client's table: #bytes #iterations BW peak BW average MsgRate.
+                let row = out
+                    .lines()
+                    .find(|l| l.split_whitespace().next() == Some("4096"))
+                    .unwrap_or_else(|| panic!("{what}: no 4096-B row:\n{out}"));
+                let avg: f64 = row.split_whitespace().nth(3).unwrap().parse().unwrap();
+                assert!(avg > 0.0, "{what}: {row}");
+                println!("{what}: {row}");
+            }
+            nothing_left(&what);
         }
     }
 

@@ -16,7 +16,7 @@ mod twonode;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use twonode::{device_flags, env, netdev, node, outcome, rw_pair, tool_pair, Registry};
+use twonode::{against_perftest, env, netdev, node, outcome, rw_pair, tool_pair, Registry};
 
 /// RoCE v2 packets other than QP1's (the CM's MADs, sent with the default class whatever the
 /// connection asks for): the BTH's destination QP is the low 24 bits of UDP payload bytes 4-7.
@@ -170,20 +170,6 @@ impl Drop for RouteHopLimit {
     }
 }
 
-/// perftest's ib_write_bw as the server on node 0; our write-bw is node 1's client.
-fn against_perftest(port: u16, args: &[&str]) -> Child {
-    if node() == 1 {
-        return tool_pair("write-bw", port, args);
-    }
-    Command::new("ib_write_bw")
-        .args(device_flags(port))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ib_write_bw runs")
-}
-
 #[test]
 fn traffic_class_and_hop_limit_on_the_wire() {
     let _reg = Registry::start();
@@ -251,6 +237,9 @@ fn traffic_class_and_hop_limit_on_the_wire() {
         "write-bw ↔ ib_write_bw --tclass 0x28",
         "0x28",
         [64, 64],
-        || against_perftest(18814, &[&small[..], &["--tclass=0x28"]].concat()),
+        || {
+            let args = [&small[..], &["--tclass=0x28"]].concat();
+            against_perftest("ib_write_bw", "write-bw", 18814, &args)
+        },
     );
 }

@@ -161,6 +161,22 @@ pub fn tool_pair(tool: &str, port: u16, args: &[&str]) -> Child {
         .expect("rdma-bench runs")
 }
 
+/// perftest's `ib_tool` (ib_write_bw …) as the server on node 0, our `tool` as node 1's client
+/// (which retries until the server listens; perftest's client would not).
+#[allow(dead_code)] // not every two-node test binary meets perftest
+pub fn against_perftest(ib_tool: &str, tool: &str, port: u16, args: &[&str]) -> Child {
+    if node() == 1 {
+        return tool_pair(tool, port, args);
+    }
+    Command::new(ib_tool)
+        .args(device_flags(port))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{ib_tool} runs: {e}"))
+}
+
 /// perftest's `-d DEV -x GID -p PORT` for this node's device, ours and perftest's alike.
 pub fn device_flags(port: u16) -> Vec<String> {
     vec![
