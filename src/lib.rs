@@ -14,6 +14,7 @@
 //! - [`bench`](mod@bench): the paper's benchmarks, as descriptors ([`bench::ALL`]).
 //! - [`build_info`]: which optional parts of rdma-core this build has (`ibv_wr_*`, RDMA CM, …).
 //! - [`tools`]: the workflow around them (`rdma-bench doctor`).
+//! - [`units`]: sizes and counts with K/M/G and Ki/Mi/Gi suffixes, as flags take them.
 //! - [`error`]: the one error type, which keeps the failing verb, errno and a hint.
 
 mod attention;
@@ -32,6 +33,7 @@ pub mod perf;
 pub mod registry;
 pub mod stats;
 pub mod tools;
+pub mod units;
 pub mod verbs;
 
 pub use error::{Error, Result, WcStatus};

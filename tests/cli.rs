@@ -746,3 +746,48 @@ fn too_many_threads_are_refused_before_any_is_spawned() {
         )
     );
 }
+
+#[test]
+fn sizes_and_counts_take_the_suffixes_the_readme_writes() {
+    // Parsed with the suffix, then refused by the rule that names the value it became.
+    assert_eq!(
+        refuse(SENDER, &["--size", "1Ki"]),
+        (1, "rw-tput-sender: size 1024 is above the inline limit of 60 bytes for inlined WRITEs (see --max-inline)\n".into())
+    );
+    let (code, err) = refuse(SENDER, &["--num-threads", "2K"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--num-threads 2000 is above 1024"), "{err}");
+    // The README's own notation for HERD's defaults is accepted (the postlist rule then refuses).
+    let herd = env!("CARGO_BIN_EXE_herd");
+    let (code, err) = refuse(
+        herd,
+        &[
+            "--num-keys",
+            "8Mi",
+            "--num-buckets",
+            "2Mi",
+            "--log-bytes",
+            "1GiB",
+            "--rr-size",
+            "16MiB",
+            "--is-client",
+            "1",
+            "--postlist",
+            "64",
+        ],
+    );
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "herd: postlist 64 is above the maximum of 32\n")
+    );
+    // A bad suffix is a usage error naming the flag as typed.
+    let (code, err) = refuse(SENDER, &["--buf-size", "8x"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("invalid value '8x' for '--buf-size <BUF_SIZE>'") && err.contains("Ki"),
+        "{err}"
+    );
+    let (code, err) = refuse(SENDER, &["--postlist", "8Gi"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("out of range"), "{err}");
+}

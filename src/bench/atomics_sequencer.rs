@@ -47,19 +47,19 @@ pub(crate) struct Args {
     #[allow(missing_docs)]
     pub topo: Topology,
     /// Clients: WRs per doorbell
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::units::count::<u32>)]
     pub postlist: u32,
     /// Server ports (the server makes QPs on ports base-port-index ..+N)
-    #[arg(long, alias = "num_server_ports", default_value_t = 1)]
+    #[arg(long, alias = "num_server_ports", default_value_t = 1, value_parser = crate::units::count::<usize>)]
     pub num_server_ports: usize,
     /// Client ports (client t uses port base-port-index + t mod N)
-    #[arg(long, alias = "num_client_ports", default_value_t = 1)]
+    #[arg(long, alias = "num_client_ports", default_value_t = 1, value_parser = crate::units::count::<usize>)]
     pub num_client_ports: usize,
     /// Bytes of counters at the server (kAppBufSize)
-    #[arg(long, alias = "buf_size", default_value_t = 1 << 30)]
+    #[arg(long, alias = "buf_size", default_value_t = 1 << 30, value_parser = crate::units::count::<usize>)]
     pub buf_size: usize,
     /// Counters (and DrTM slots) are this many bytes apart (kAppStrideSize)
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::units::count::<usize>)]
     pub stride: usize,
     /// 1: a random counter per operation; 0: all clients on counter 0, the atomics-based
     /// sequencer (kAppUseRandom)
@@ -72,13 +72,13 @@ pub(crate) struct Args {
     #[arg(long, alias = "update_percentage", default_value_t = 10)]
     pub update_percentage: u64,
     /// Client threads in the run; the server waits for all of them (kAppNumClients)
-    #[arg(long, alias = "num_clients", default_value_t = 32)]
+    #[arg(long, alias = "num_clients", default_value_t = 32, value_parser = crate::units::count::<usize>)]
     pub num_clients: usize,
     /// RC QPs per client thread (kAppQPsPerClient)
-    #[arg(long, alias = "qps_per_client", default_value_t = 2)]
+    #[arg(long, alias = "qps_per_client", default_value_t = 2, value_parser = crate::units::count::<usize>)]
     pub qps_per_client: usize,
     /// Largest postlist accepted (kAppMaxPostlist)
-    #[arg(long, alias = "max_postlist", default_value_t = 64)]
+    #[arg(long, alias = "max_postlist", default_value_t = 64, value_parser = crate::units::count::<u32>)]
     pub max_postlist: u32,
     /// SysV key of the server's buffer (kAppServerSHMKey)
     #[arg(long, alias = "shm_key", default_value_t = 24)]

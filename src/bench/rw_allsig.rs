@@ -31,22 +31,22 @@ pub(crate) struct Args {
     #[arg(long, alias = "use_uc", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub use_uc: bool,
     /// Bytes per READ/WRITE (at most 64: window slots are 64 bytes apart)
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = crate::units::count::<u64>)]
     pub size: u64,
     /// WRs per window, posted one by one; the last is signaled
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::units::count::<u32>)]
     pub window: u32,
     /// 1: RDMA READs, 0: inlined RDMA WRITEs
     #[arg(long, alias = "do_read", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub do_read: bool,
     /// Send queue depth
-    #[arg(long, alias = "queue_depth", default_value_t = 128)]
+    #[arg(long, alias = "queue_depth", default_value_t = 128, value_parser = crate::units::count::<u32>)]
     pub queue_depth: u32,
     /// Inline limit requested from the QP
-    #[arg(long, alias = "max_inline", default_value_t = 60)]
+    #[arg(long, alias = "max_inline", default_value_t = 60, value_parser = crate::units::count::<u32>)]
     pub max_inline: u32,
     /// Registered buffer per thread, bytes
-    #[arg(long, alias = "buf_size", default_value_t = 8192)]
+    #[arg(long, alias = "buf_size", default_value_t = 8192, value_parser = crate::units::count::<usize>)]
     pub buf_size: usize,
     #[command(flatten)]
     #[allow(missing_docs)]

@@ -26,10 +26,10 @@ pub(crate) struct Args {
     #[allow(missing_docs)]
     pub flags: RwFlags,
     /// Latency samples per thread; the run ends when they are collected (or at --duration)
-    #[arg(long, default_value_t = 1024 * 1024)]
+    #[arg(long, default_value_t = 1024 * 1024, value_parser = crate::units::count::<usize>)]
     pub samples: usize,
     /// Registered buffer per thread, bytes
-    #[arg(long, alias = "buf_size", default_value_t = 8192)]
+    #[arg(long, alias = "buf_size", default_value_t = 8192, value_parser = crate::units::count::<usize>)]
     pub buf_size: usize,
     #[command(flatten)]
     #[allow(missing_docs)]

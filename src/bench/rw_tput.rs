@@ -28,10 +28,10 @@ pub(crate) struct RwFlags {
     #[arg(long, alias = "use_uc", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub use_uc: bool,
     /// Bytes per READ/WRITE
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::units::count::<u64>)]
     pub size: u64,
     /// WRs per doorbell (linked, one ibv_post_send)
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::units::count::<u32>)]
     pub postlist: u32,
     /// 1: RDMA READs, 0: inlined RDMA WRITEs
     #[arg(long, alias = "do_read", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
@@ -52,7 +52,7 @@ pub(crate) struct RwFlags {
     )]
     pub post_api: PostApi,
     /// Largest postlist accepted (the original's kAppMaxPostlist)
-    #[arg(long, alias = "max_postlist", default_value_t = 64)]
+    #[arg(long, alias = "max_postlist", default_value_t = 64, value_parser = crate::units::count::<u32>)]
     pub max_postlist: u32,
 }
 
@@ -131,7 +131,7 @@ pub(crate) struct SenderArgs {
     #[allow(missing_docs)]
     pub flags: RwFlags,
     /// Registered buffer per thread, bytes
-    #[arg(long, alias = "buf_size", default_value_t = 8192)]
+    #[arg(long, alias = "buf_size", default_value_t = 8192, value_parser = crate::units::count::<usize>)]
     pub buf_size: usize,
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -151,7 +151,7 @@ pub(crate) struct ReceiverArgs {
     #[allow(missing_docs)]
     pub flags: RwFlags,
     /// Registered buffer per thread, bytes
-    #[arg(long, alias = "buf_size", default_value_t = 8 * 1024 * 1024)]
+    #[arg(long, alias = "buf_size", default_value_t = 8 * 1024 * 1024, value_parser = crate::units::count::<usize>)]
     pub buf_size: usize,
     #[command(flatten)]
     #[allow(missing_docs)]

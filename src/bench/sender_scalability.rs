@@ -36,16 +36,16 @@ pub(crate) struct Args {
     #[allow(missing_docs)]
     pub topo: Topology,
     /// Client QPs in the whole run (kAppNumClients); client ids are machine-id × num-threads + t
-    #[arg(long, alias = "num_clients", default_value_t = 16)]
+    #[arg(long, alias = "num_clients", default_value_t = 16, value_parser = crate::units::count::<usize>)]
     pub num_clients: usize,
     /// Clients: server threads to connect to (the server's --num-threads)
-    #[arg(long, alias = "num_servers", default_value_t = 1)]
+    #[arg(long, alias = "num_servers", default_value_t = 1, value_parser = crate::units::count::<usize>)]
     pub num_servers: usize,
     /// 1: unreliable connected transport (WRITEs only)
     #[arg(long, alias = "use_uc", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub use_uc: bool,
     /// Bytes per READ/WRITE
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::units::count::<u64>)]
     pub size: u64,
     /// 1: RDMA READs, 0: inlined RDMA WRITEs
     #[arg(long, alias = "do_read", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
@@ -54,7 +54,7 @@ pub(crate) struct Args {
     #[allow(missing_docs)]
     pub queue: QueueArgs,
     /// Registered buffer per thread, bytes
-    #[arg(long, alias = "buf_size", default_value_t = 2 * 1024 * 1024)]
+    #[arg(long, alias = "buf_size", default_value_t = 2 * 1024 * 1024, value_parser = crate::units::count::<usize>)]
     pub buf_size: usize,
     #[command(flatten)]
     #[allow(missing_docs)]

@@ -85,29 +85,29 @@ pub(crate) struct Args {
     pub topo: Topology,
     /// Clients: requests kept outstanding. Servers: requests polled, and replies sent with one
     /// doorbell, at most
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::units::count::<u32>)]
     pub postlist: u32,
     /// Request (and reply) bytes (ss-echo; ss-sequencer's requests are header-only)
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::units::count::<u32>)]
     pub size: u32,
     /// RECVs each server thread keeps posted (HRD_Q_DEPTH for ss-sequencer, kHrdRQDepth for
     /// ss-echo)
-    #[arg(long, alias = "rq_depth", default_value_t = 128)]
+    #[arg(long, alias = "rq_depth", default_value_t = 128, value_parser = crate::units::count::<u32>)]
     pub rq_depth: u32,
     /// Server threads (NUM_SERVER_THREADS); clients need it to pick their server
-    #[arg(long, alias = "num_server_threads", default_value_t = 10)]
+    #[arg(long, alias = "num_server_threads", default_value_t = 10, value_parser = crate::units::count::<usize>)]
     pub num_server_threads: usize,
     /// UD QPs each server thread replies over, round-robin per batch (NUM_UD_QPS)
-    #[arg(long, alias = "num_ud_qps", default_value_t = 3)]
+    #[arg(long, alias = "num_ud_qps", default_value_t = 3, value_parser = crate::units::count::<usize>)]
     pub num_ud_qps: usize,
     /// Client threads the servers' RECV queues are sized for (MAX_NUM_CLIENTS)
-    #[arg(long, alias = "max_num_clients", default_value_t = 70)]
+    #[arg(long, alias = "max_num_clients", default_value_t = 70, value_parser = crate::units::count::<usize>)]
     pub max_num_clients: usize,
     /// 1: one doorbell per reply (DISABLE_SERVER_POSTLIST)
     #[arg(long, alias = "disable_server_postlist", default_value = "0", value_parser = crate::framework::flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub disable_server_postlist: bool,
     /// Largest postlist accepted (MAX_POSTLIST)
-    #[arg(long, alias = "max_postlist", default_value_t = 128)]
+    #[arg(long, alias = "max_postlist", default_value_t = 128, value_parser = crate::units::count::<u32>)]
     pub max_postlist: u32,
     #[command(flatten)]
     #[allow(missing_docs)]

@@ -33,22 +33,22 @@ pub(crate) struct UdArgs {
     #[allow(missing_docs)]
     pub topo: Topology,
     /// Bytes per SEND (inlined)
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::units::count::<u64>)]
     pub size: u64,
     /// Senders: WRs per doorbell. ud-receiver servers: CQEs polled (and RECVs reposted) at once
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::units::count::<u32>)]
     pub postlist: u32,
     /// ud-sender: client UD QPs each server thread sends to, round-robin (kAppNumClients)
-    #[arg(long, alias = "num_clients", default_value_t = 1)]
+    #[arg(long, alias = "num_clients", default_value_t = 1, value_parser = crate::units::count::<usize>)]
     pub num_clients: usize,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub queue: QueueArgs,
     /// RECVs kept posted by receivers (kHrdRQDepth)
-    #[arg(long, alias = "rq_depth", default_value_t = 2048)]
+    #[arg(long, alias = "rq_depth", default_value_t = 2048, value_parser = crate::units::count::<u32>)]
     pub rq_depth: u32,
     /// Largest postlist accepted (ud-sender: 128, ud-receiver: 64 in the original)
-    #[arg(long, alias = "max_postlist", default_value_t = 128)]
+    #[arg(long, alias = "max_postlist", default_value_t = 128, value_parser = crate::units::count::<u32>)]
     pub max_postlist: u32,
     #[command(flatten)]
     #[allow(missing_docs)]

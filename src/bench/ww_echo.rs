@@ -43,13 +43,13 @@ pub(crate) struct Args {
     #[arg(long, alias = "use_uc", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub use_uc: bool,
     /// Bytes per request and reply (inlined; at least 8, the tag)
-    #[arg(long, default_value_t = 28)]
+    #[arg(long, default_value_t = 28, value_parser = crate::units::count::<u32>)]
     pub size: u32,
     /// WRITEs per round each way (both sides must agree)
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::units::count::<u32>)]
     pub window: u32,
     /// Largest window accepted (MAX_WINDOW_SIZE)
-    #[arg(long, alias = "max_window", default_value_t = 128)]
+    #[arg(long, alias = "max_window", default_value_t = 128, value_parser = crate::units::count::<u32>)]
     pub max_window: u32,
     #[command(flatten)]
     #[allow(missing_docs)]

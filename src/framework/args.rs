@@ -73,7 +73,7 @@ pub struct CommonArgs {
     #[arg(long, default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub verify: bool,
     /// Stop each counting thread after N operations (like perftest's -n) [default: no limit]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::units::count::<u64>)]
     pub iters: Option<u64>,
     /// Prefix every registry key with NAME, so that independent runs share one memcached without
     /// seeing each other [default: no prefix, libhrd's keys]
@@ -325,16 +325,16 @@ pub fn port_index_for(common: &CommonArgs, dual_port: bool, global_id: usize) ->
 #[derive(Args, Debug, Clone)]
 pub struct QueueArgs {
     /// One signaled WR every N (selective signaling)
-    #[arg(long, alias = "unsig_batch", default_value_t = 64)]
+    #[arg(long, alias = "unsig_batch", default_value_t = 64, value_parser = crate::units::count::<u32>)]
     pub unsig_batch: u32,
     /// Send queue depth (libhrd's kHrdSQDepth)
-    #[arg(long, alias = "queue_depth", default_value_t = 128)]
+    #[arg(long, alias = "queue_depth", default_value_t = 128, value_parser = crate::units::count::<u32>)]
     pub queue_depth: u32,
     /// When send completions are reaped (the text is REAP_HELP).
     #[arg(long, default_value = "eager", value_parser = parse_reap, value_name = "eager|lazy", help = REAP_HELP)]
     pub reap: Reap,
     /// Inline limit requested from the QP (libhrd's kHrdMaxInline)
-    #[arg(long, alias = "max_inline", default_value_t = 60)]
+    #[arg(long, alias = "max_inline", default_value_t = 60, value_parser = crate::units::count::<u32>)]
     pub max_inline: u32,
 }
 
@@ -358,7 +358,7 @@ pub const MAX_THREADS: usize = 1024;
 #[derive(Args, Debug, Clone)]
 pub struct Topology {
     /// Threads in this process (one QP each) [default: 1]
-    #[arg(long, alias = "num_threads", value_name = "N")]
+    #[arg(long, alias = "num_threads", value_name = "N", value_parser = crate::units::count::<usize>)]
     pub num_threads: Option<usize>,
     /// 1: alternate threads between two ports
     #[arg(long, alias = "dual_port", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]

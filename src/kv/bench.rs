@@ -44,23 +44,23 @@ pub struct KvBenchArgs {
     #[arg(long, value_enum, default_value = "passes")]
     pub workload: Workload,
     /// Keys (TEST_NUM_KEYS, HERD_NUM_KEYS): key i is the 128-bit hash of the integer i
-    #[arg(long, default_value_t = 8 << 20)]
+    #[arg(long, default_value_t = 8 << 20, value_parser = crate::units::count::<u64>)]
     pub num_keys: u64,
     /// Buckets of 8 slots in each store's index (a power of two)
-    #[arg(long, default_value_t = 2 << 20)]
+    #[arg(long, default_value_t = 2 << 20, value_parser = crate::units::count::<u64>)]
     pub num_buckets: u64,
     /// Bytes of each store's circular log (a power of two, at least 4096)
-    #[arg(long, default_value_t = 1 << 30)]
+    #[arg(long, default_value_t = 1 << 30, value_parser = crate::units::count::<u64>)]
     pub log_bytes: u64,
     /// Value bytes of every PUT (1 to 46)
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::units::count::<usize>)]
     pub value_size: usize,
     /// Operations per batch, 1 to 32 [default: 16 for passes (TEST_BATCH_SIZE), 32 for mix and
     /// herd (a HERD worker's largest batch)]
-    #[arg(long)]
+    #[arg(long, value_parser = crate::units::count::<usize>)]
     pub batch: Option<usize>,
     /// Timed passes per thread
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, value_parser = crate::units::count::<u32>)]
     pub passes: u32,
     /// mix, herd: percentage of operations that are PUTs
     #[arg(long, default_value_t = 5)]
@@ -69,7 +69,7 @@ pub struct KvBenchArgs {
     #[arg(long, value_name = "THETA")]
     pub zipf: Option<f64>,
     /// Threads, each with its own store (as HERD's workers)
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::units::count::<usize>)]
     pub threads: usize,
     /// Store memory on hugepages: auto, require or off
     #[arg(long, default_value = "auto")]

@@ -54,16 +54,16 @@ pub(crate) struct HerdArgs {
     pub update_percentage: u32,
     /// Keys in the run (HERD_NUM_KEYS): the integers 0..N hashed to 16 bytes, spread over the
     /// workers
-    #[arg(long, alias = "num_keys", default_value_t = 8 << 20)]
+    #[arg(long, alias = "num_keys", default_value_t = 8 << 20, value_parser = crate::units::count::<u64>)]
     pub num_keys: u64,
     /// Buckets of 8 slots in each worker's index (HERD_NUM_BKTS; a power of two)
-    #[arg(long, alias = "num_buckets", default_value_t = 2 << 20)]
+    #[arg(long, alias = "num_buckets", default_value_t = 2 << 20, value_parser = crate::units::count::<usize>)]
     pub num_buckets: usize,
     /// Bytes of each worker's circular log (HERD_LOG_CAP; a power of two)
-    #[arg(long, alias = "log_bytes", default_value_t = 1 << 30)]
+    #[arg(long, alias = "log_bytes", default_value_t = 1 << 30, value_parser = crate::units::count::<usize>)]
     pub log_bytes: usize,
     /// Value bytes of every PUT and populated key (HERD_VALUE_SIZE; at most 46)
-    #[arg(long, alias = "value_size", default_value_t = 32)]
+    #[arg(long, alias = "value_size", default_value_t = 32, value_parser = crate::units::count::<usize>)]
     pub value_size: usize,
     /// Zipf skew of the clients' keys (e.g. 0.99; YCSB's generator) [default: uniform]
     #[arg(long, value_name = "THETA")]

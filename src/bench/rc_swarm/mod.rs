@@ -50,13 +50,13 @@ pub(crate) struct Args {
     #[arg(long, alias = "num_processes", value_name = "N")]
     pub num_processes: Option<usize>,
     /// Worker threads per process; each makes num-processes × vms-per-process QPs
-    #[arg(long, alias = "num_threads", default_value_t = 14)]
+    #[arg(long, alias = "num_threads", default_value_t = 14, value_parser = crate::units::count::<usize>)]
     pub num_threads: usize,
     /// VMs emulated by each process
-    #[arg(long, alias = "vms_per_process", default_value_t = 1)]
+    #[arg(long, alias = "vms_per_process", default_value_t = 1, value_parser = crate::units::count::<usize>)]
     pub vms_per_process: usize,
     /// Ports used: thread t makes its QPs on port base-port-index + t % num-ports
-    #[arg(long, alias = "num_ports", default_value_t = 1)]
+    #[arg(long, alias = "num_ports", default_value_t = 1, value_parser = crate::units::count::<usize>)]
     pub num_ports: usize,
     /// 1: RDMA READs, 0: inlined RDMA WRITEs
     #[arg(long, alias = "do_read", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
@@ -65,25 +65,25 @@ pub(crate) struct Args {
     #[arg(long, alias = "use_uc", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub use_uc: bool,
     /// Bytes per READ/WRITE (WRITEs are inline: at most --max-inline)
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::units::count::<u64>)]
     pub size: u64,
     /// READs outstanding per thread (across its QPs); with --allsig 1 also the signaled ops
-    #[arg(long, alias = "window_size", default_value_t = 16)]
+    #[arg(long, alias = "window_size", default_value_t = 16, value_parser = crate::units::count::<usize>)]
     pub window_size: usize,
     /// 1: signal every operation and reap it a window later; 0: selective signaling per QP
     #[arg(long, default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub allsig: bool,
     /// Send queue depth of every QP
-    #[arg(long, alias = "sq_depth", default_value_t = 32)]
+    #[arg(long, alias = "sq_depth", default_value_t = 32, value_parser = crate::units::count::<u32>)]
     pub sq_depth: u32,
     /// With --allsig 0: one signaled operation every N per QP
-    #[arg(long, alias = "unsig_batch", default_value_t = 16)]
+    #[arg(long, alias = "unsig_batch", default_value_t = 16, value_parser = crate::units::count::<u32>)]
     pub unsig_batch: u32,
     /// READs each QP keeps in flight as initiator (and accepts as responder)
     #[arg(long, alias = "max_rd_atomic", default_value_t = 16)]
     pub max_rd_atomic: u8,
     /// Inline limit asked of every QP (the original's kHrdMaxInline 16: one-cache-line WQEs)
-    #[arg(long, alias = "max_inline", default_value_t = 16)]
+    #[arg(long, alias = "max_inline", default_value_t = 16, value_parser = crate::units::count::<u32>)]
     pub max_inline: u32,
     #[command(flatten)]
     #[allow(missing_docs)]

@@ -45,7 +45,7 @@ pub(crate) struct Args {
     #[arg(long, alias = "is_client", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub is_client: bool,
     /// WRITE+READ pairs per chain (kAppNumWrites); pair i targets remote offset i x 64
-    #[arg(long, alias = "num_writes", default_value_t = 2, value_name = "N")]
+    #[arg(long, alias = "num_writes", default_value_t = 2, value_name = "N", value_parser = crate::units::count::<usize>)]
     pub num_writes: usize,
     /// Server: once a second, check that the word at offset 64 is not newer than the word at
     /// offset 0 and report what is observed (the original's monitor)

@@ -66,7 +66,7 @@ pub(crate) struct Args {
     #[arg(long, alias = "server_port_index", value_name = "N")]
     pub server_port_index: Option<usize>,
     /// Print the first N observations as they are made (all of them are counted)
-    #[arg(long, alias = "max_print", default_value_t = 10, value_name = "N")]
+    #[arg(long, alias = "max_print", default_value_t = 10, value_name = "N", value_parser = crate::units::count::<usize>)]
     pub max_print: usize,
     #[command(flatten)]
     #[allow(missing_docs)]

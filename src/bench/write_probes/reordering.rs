@@ -44,7 +44,7 @@ pub(crate) struct Args {
     #[arg(long, alias = "is_client", default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub is_client: bool,
     /// Server: print the first N violations as they are found (all of them are counted)
-    #[arg(long, alias = "max_print", default_value_t = 10, value_name = "N")]
+    #[arg(long, alias = "max_print", default_value_t = 10, value_name = "N", value_parser = crate::units::count::<usize>)]
     pub max_print: usize,
     #[command(flatten)]
     #[allow(missing_docs)]

@@ -42,10 +42,10 @@ pub(crate) struct WsArgs {
     #[allow(missing_docs)]
     pub rpc: RpcArgs,
     /// Request bytes (ws-echo; ws-sequencer's requests are 8 bytes)
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = crate::units::count::<usize>)]
     pub size: usize,
     /// Largest postlist accepted (MAX_POSTLIST)
-    #[arg(long, alias = "max_postlist", default_value_t = 128)]
+    #[arg(long, alias = "max_postlist", default_value_t = 128, value_parser = crate::units::count::<u32>)]
     pub max_postlist: u32,
 }
 

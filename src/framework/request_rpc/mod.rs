@@ -29,26 +29,26 @@ pub struct RpcArgs {
     #[allow(missing_docs)]
     pub topo: Topology,
     /// Workers: replies sent with one doorbell at most
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::units::count::<u32>)]
     pub postlist: u32,
     /// Requests each client keeps outstanding (WINDOW_SIZE); also the slots per worker and client
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::units::count::<usize>)]
     pub window: usize,
     /// Worker threads (NUM_WORKERS)
-    #[arg(long, alias = "num_workers", default_value_t = 6)]
+    #[arg(long, alias = "num_workers", default_value_t = 6, value_parser = crate::units::count::<usize>)]
     pub num_workers: usize,
     /// Client threads in the run, all machines together (NUM_CLIENTS); master and workers wait
     /// for all of them
-    #[arg(long, alias = "num_clients", default_value_t = 70)]
+    #[arg(long, alias = "num_clients", default_value_t = 70, value_parser = crate::units::count::<usize>)]
     pub num_clients: usize,
     /// UD QPs each worker replies over per port, round-robin per batch (NUM_UD_QPS)
-    #[arg(long, alias = "num_ud_qps", default_value_t = 3)]
+    #[arg(long, alias = "num_ud_qps", default_value_t = 3, value_parser = crate::units::count::<usize>)]
     pub num_ud_qps: usize,
     /// Server ports: base-port-index .. +N (client c is served on port c mod N)
-    #[arg(long, alias = "num_server_ports", default_value_t = 1)]
+    #[arg(long, alias = "num_server_ports", default_value_t = 1, value_parser = crate::units::count::<usize>)]
     pub num_server_ports: usize,
     /// Client ports: client c uses port base-port-index + c mod N
-    #[arg(long, alias = "num_client_ports", default_value_t = 1)]
+    #[arg(long, alias = "num_client_ports", default_value_t = 1, value_parser = crate::units::count::<usize>)]
     pub num_client_ports: usize,
     /// 1: requests over UC (the original), 0: over RC
     #[arg(long, alias = "use_uc", default_value = "1", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
@@ -57,7 +57,7 @@ pub struct RpcArgs {
     #[arg(long, alias = "shm_key", default_value_t = 24)]
     pub shm_key: i32,
     /// Request region bytes (RR_SIZE)
-    #[arg(long, alias = "rr_size", default_value_t = 2 << 20)]
+    #[arg(long, alias = "rr_size", default_value_t = 2 << 20, value_parser = crate::units::count::<usize>)]
     pub rr_size: usize,
     #[command(flatten)]
     #[allow(missing_docs)]
