@@ -122,7 +122,11 @@ fn latency_ratios_are_inverted_and_fail_below_names_the_point() {
     let mut strict = args.to_vec();
     strict.extend(["--fail-below", "0.5"]);
     let (code, out2, err) = compare(&strict);
-    assert_eq!(code, Some(1));
+    assert_eq!(
+        code,
+        Some(6),
+        "a regression, told apart from unusable input (1)"
+    );
     assert_eq!(out2, out, "the table is printed before the verdict");
     assert_eq!(
         err,
@@ -178,6 +182,19 @@ fn bad_input_is_one_clear_line() {
     let _ = std::fs::remove_file(&empty);
     assert_eq!(code, Some(1));
     assert!(err.ends_with(": no results found in it\n"), "{err}");
+    // A gate over files with no point in common cannot pass by default: nothing was compared.
+    let (code, out, err) = compare(&[
+        "perftest-write-bw-s32.txt",
+        "ours-write-lat-s8.txt",
+        "--fail-below",
+        "0.9",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(
+        err,
+        "rdma-bench compare: --fail-below 0.9: no mops of ours-write-lat-s8 matched a point of \
+         perftest-write-bw-s32 (by operation, size, postlist and threads): nothing to gate on\n"
+    );
 }
 
 #[test]

@@ -27,6 +27,10 @@ Ratios: each file against the FIRST. For rates (mops, bw_mbps) the ratio is file
 latencies (lat_*), where lower is better, it is first / file, so that a ratio above 1 always means
 the file did better than the first, and --fail-below means the same for every metric.
 
+Exit codes: 0 the table (and the gate passed); 6 a ratio is below --fail-below (the table is
+printed first); 1 the files could not be compared (unreadable, no results, or with --fail-below
+no point of a file matched one of the first's, so nothing could be gated); 2 bad flags.
+
 Examples:
   rdma-bench compare target/sw.json perftest-write-bw.json --label ours --label perftest
   rdma-bench compare perftest.txt ours.txt --metric lat_median_us --fail-below 0.9";
@@ -328,8 +332,19 @@ pub fn run(a: CompareArgs) -> Result<()> {
         print!("{}", table(&labels, metric, &rows));
     }
     if let Some(limit) = a.fail_below {
+        // A gate with nothing to compare would pass whatever the files hold.
+        for (i, label) in labels.iter().enumerate().skip(1) {
+            if !rows.iter().any(|r| r.ratio(i, metric).is_some()) {
+                return Err(Error::config(format!(
+                    "--fail-below {limit}: no {metric} of {label} matched a point of {} (by \
+                     operation, size, postlist and threads): nothing to gate on",
+                    labels[0],
+                    metric = metric.name()
+                )));
+            }
+        }
         if let Some(line) = first_below(&labels, metric, &rows, limit) {
-            return Err(Error::config(line));
+            return Err(Error::Finding(line));
         }
     }
     Ok(())
