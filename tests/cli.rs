@@ -791,3 +791,38 @@ fn sizes_and_counts_take_the_suffixes_the_readme_writes() {
     assert_eq!(code, 2);
     assert!(err.contains("out of range"), "{err}");
 }
+
+#[test]
+fn every_binary_and_subcommand_says_its_version() {
+    let bench = env!("CARGO_BIN_EXE_rdma-bench");
+    let version = env!("CARGO_PKG_VERSION");
+    let run = |bin: &str, args: &[&str]| {
+        let o = Command::new(bin).args(args).output().expect("runs");
+        assert!(o.status.success(), "{bin} {args:?}: {o:?}");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // The perftest tools as perftest: "Version: <protocol>", with -V and --version.
+    for tool in ["write-bw", "read-lat", "send-bw", "atomic-lat"] {
+        for flag in ["-V", "--version"] {
+            assert_eq!(
+                run(bench, &[tool, flag]),
+                format!("Version: 6.06 (rdma-bench {version})\n")
+            );
+        }
+    }
+    for sub in [
+        "doctor", "sweep", "compare", "plot", "fleet", "history", "list", "kv-bench",
+    ] {
+        assert_eq!(
+            run(bench, &[sub, "--version"]),
+            format!("rdma-bench-{sub} {version}\n")
+        );
+    }
+    assert_eq!(run(bench, &["-V"]), format!("rdma-bench {version}\n"));
+    assert_eq!(
+        run(SENDER, &["--version"]),
+        format!("rw-tput-sender {version}\n")
+    );
+    let herd = env!("CARGO_BIN_EXE_herd");
+    assert_eq!(run(herd, &["-V"]), format!("herd {version}\n"));
+}

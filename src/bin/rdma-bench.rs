@@ -8,6 +8,7 @@ use rdma_bench::tools::{compare, doctor, fleet, history, list, plot, sweep};
 #[command(
     name = "rdma-bench",
     version,
+    propagate_version = true,
     about = "rdma-bench's tools: perftest-compatible bandwidth and latency tests, and host checks \
              (the paper's benchmarks are binaries of their own: rw-tput-sender, herd, …)"
 )]
@@ -88,6 +89,15 @@ fn main() {
     } else {
         format!("rdma-bench {sub}")
     };
+    // perftest's -V/--version: its protocol version, which is what a peer checks.
+    if tool.is_some() && argv[2..].iter().any(|a| a == "-V" || a == "--version") {
+        println!(
+            "Version: {} (rdma-bench {})",
+            perf::channel::PROTOCOL_VERSION,
+            env!("CARGO_PKG_VERSION")
+        );
+        return;
+    }
     let result = match tool {
         // perftest flags we do not implement are refused by name before clap sees them (clap
         // would call them unknown).
