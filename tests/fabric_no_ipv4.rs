@@ -130,7 +130,8 @@ fn a_port_without_ipv4_runs_on_its_ipv6_gid_or_is_refused_at_once() {
         .args(["write-bw", "-R", "-d", &dev, "-p", "18830"])
         .output()
         .unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    // At once: 5 s covers the emulated guest's slow process start; a listen would not end.
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

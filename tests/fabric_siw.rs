@@ -70,8 +70,11 @@ fn lat_tools_connect_through_rdma_cm_ours_and_perftest() {
     }
 }
 
-/// Runs `cmd`; it must fail within a second (no device resource made, no peer waited for) with
-/// one line on stderr that contains `want`.
+/// Runs `cmd`; it must fail at once (no device resource made, no peer waited for) with one line
+/// on stderr that contains `want`. "At once" is a second on a host; the emulated guest starts a
+/// process and opens its devices several times slower (1.16 s was seen in one CI boot), and any
+/// wait for a peer would last the connect timeout (10 s for the tools, 60 s for the benchmarks),
+/// so the bound here is 5 s.
 fn refused(cmd: &mut Command, want: &str) {
     let t0 = Instant::now();
     let o = cmd.output().unwrap();
@@ -80,7 +83,7 @@ fn refused(cmd: &mut Command, want: &str) {
     assert!(!o.status.success(), "{cmd:?} ran:\n{err}");
     assert!(err.contains(want), "{cmd:?}: {err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{cmd:?}: {err}");
-    assert!(took < Duration::from_secs(1), "{cmd:?} took {took:?}");
+    assert!(took < Duration::from_secs(5), "{cmd:?} took {took:?}");
 }
 
 #[test]

@@ -138,7 +138,9 @@ impl Drop for DownFirst {
     }
 }
 
-/// Runs `cmd`: it must fail within a second with one line naming the DOWN port.
+/// Runs `cmd`: it must fail at once with one line naming the DOWN port (a second on a host; 5 s
+/// in the emulated guest, where a process start alone took over a second in one CI boot, while
+/// a wait for a peer would last the connect timeout).
 fn refused(cmd: &mut Command) {
     let t0 = Instant::now();
     let o = cmd.output().unwrap();
@@ -149,7 +151,7 @@ fn refused(cmd: &mut Command) {
         "{cmd:?}: {err}"
     );
     assert!(
-        t0.elapsed() < Duration::from_secs(1),
+        t0.elapsed() < Duration::from_secs(5),
         "{cmd:?} took {:?}",
         t0.elapsed()
     );
