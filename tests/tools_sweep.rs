@@ -339,3 +339,80 @@ fn a_resumed_sweep_keeps_the_metric_of_its_ok_runs() {
         .unwrap()
         .starts_with("fail,8,0,0,lat_avg_us,us,,"));
 }
+
+#[test]
+fn a_run_past_run_timeout_is_stopped_and_recorded_as_failed() {
+    let d = Dir::new("run-timeout");
+    let t0 = Instant::now();
+    let o = sweep(
+        &d,
+        &[
+            "--param",
+            "a=1,slow",
+            "--param",
+            "b=10",
+            "--reps",
+            "1",
+            "--run-timeout",
+            "1",
+        ],
+    );
+    // The slow run sleeps 30 s: it is stopped after 1 s, the sweep goes on and ends.
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("slow b=10 rep 0 failed (still running after --run-timeout 1;"),
+        "{}",
+        text(&o.stderr)
+    );
+    let runs = d.read("s.runs.csv");
+    assert!(runs.contains("\nslow,10,0,0,"), "{runs}");
+    assert!(runs.contains("\n1,10,0,1,"), "{runs}");
+    let o = sweep(
+        &d,
+        &["--param", "a=1", "--param", "b=10", "--run-timeout", "0"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("'0' is not a positive number of seconds"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn another_command_never_resumes_a_sweeps_runs() {
+    let d = Dir::new("other-command");
+    let flags = ["--param", "a=1,2", "--param", "b=10", "--reps", "1"];
+    assert_eq!(sweep(&d, &flags).status.code(), Some(0));
+    // The same --out and parameters, another command: refused before anything runs.
+    std::fs::remove_file(d.path("log")).unwrap();
+    let o = Command::new(BIN)
+        .arg("sweep")
+        .args(flags)
+        .args(["--out", &d.path("s"), "--label", "syn", "--"])
+        .args([
+            "sh",
+            "-c",
+            SCRIPT,
+            "sh",
+            &d.path("log"),
+            "{a}",
+            "{b}",
+            "extra",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("s.runs.csv holds 2 runs of another command")
+            && err.contains("give another --out, or remove")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_eq!(d.read("log"), "", "nothing ran");
+    // The same command resumes (here: nothing left to run).
+    assert_eq!(sweep(&d, &flags).status.code(), Some(0));
+    assert_eq!(d.read("log"), "");
+}

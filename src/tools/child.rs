@@ -21,6 +21,8 @@ pub struct Outcome {
     pub seconds: f64,
     /// The sweep was stopped (SIGINT/SIGTERM) while this run went on.
     pub interrupted: bool,
+    /// The run outlived its time limit and was stopped.
+    pub timed_out: bool,
 }
 
 /// How long a stopped sweep waits for its child to end on its own after a SIGINT (our benchmarks
@@ -67,8 +69,14 @@ impl Captured {
     }
 }
 
-/// Runs `argv` with `env` added to the environment.
-pub fn run(argv: &[String], env: &[(&str, String)], attention: Attention) -> Result<Outcome> {
+/// Runs `argv` with `env` added to the environment; a run still going after `limit` is
+/// stopped as a stopped tool stops it (SIGINT, then SIGKILL after a grace).
+pub fn run(
+    argv: &[String],
+    env: &[(&str, String)],
+    attention: Attention,
+    limit: Option<Duration>,
+) -> Result<Outcome> {
     let start = Instant::now();
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -84,13 +92,20 @@ pub fn run(argv: &[String], env: &[(&str, String)], attention: Attention) -> Res
     let out = child.stdout.take().map(Captured::start);
     let err = child.stderr.take().map(Captured::start);
     let mut stopped_at: Option<Instant> = None;
+    let mut timed_out = false;
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
             Ok(None) => {}
             Err(_) => break None,
         }
-        if attention.stop_requested() {
+        if stopped_at.is_none()
+            && !attention.stop_requested()
+            && limit.is_some_and(|l| start.elapsed() >= l)
+        {
+            timed_out = true;
+        }
+        if attention.stop_requested() || timed_out {
             let at = *stopped_at.get_or_insert_with(|| {
                 // The stop may not have come from a terminal (which signals the child as well):
                 // ask the child to stop as our benchmarks and run-local.sh understand it.
@@ -120,6 +135,7 @@ pub fn run(argv: &[String], env: &[(&str, String)], attention: Attention) -> Res
         output,
         code: status.and_then(|s| s.code()),
         seconds: start.elapsed().as_secs_f64(),
-        interrupted: stopped_at.is_some() || attention.stop_requested(),
+        interrupted: attention.stop_requested() || (stopped_at.is_some() && !timed_out),
+        timed_out,
     })
 }

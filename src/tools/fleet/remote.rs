@@ -101,7 +101,7 @@ impl Launcher {
         // A host that does not answer fails on ssh's ConnectTimeout; this bound is for one
         // that answers slowly (a loaded host: one CI boot saw three starved guests pass 20 s).
         let argv = self.ssh_argv(host, &remote, Duration::from_secs(45));
-        match child::run(&argv, &[], self.attention) {
+        match child::run(&argv, &[], self.attention, None) {
             Ok(o) if o.code == Some(0) => None,
             Ok(o) if o.code == Some(1) => Some(format!("{} is not there", self.bin)),
             Ok(o) => {
@@ -149,8 +149,8 @@ impl Launcher {
         let srv = self.ssh_argv(server, &self.tool_argv(test, None, port), bound);
         let cli = self.ssh_argv(client, &self.tool_argv(test, Some(server), port), bound);
         let (s, c) = std::thread::scope(|sc| {
-            let s = sc.spawn(|| child::run(&srv, &[], self.attention));
-            let c = child::run(&cli, &[], self.attention);
+            let s = sc.spawn(|| child::run(&srv, &[], self.attention, None));
+            let c = child::run(&cli, &[], self.attention, None);
             (
                 s.join()
                     .unwrap_or_else(|_| Err(Error::config("the server's thread died"))),

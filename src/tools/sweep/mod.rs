@@ -41,7 +41,8 @@ when every run failed.
 
 Files (PREFIX from --out):
   PREFIX.runs.csv   <params>,rep,ok,metric,unit,value,seconds — one row per run, written as it
-                    ends; the resume log: a rerun with the same --out skips the runs with ok=1.
+                    ends; the resume log: a rerun of the same command with the same --out skips
+                    the runs with ok=1 (another command is refused: PREFIX.runs.cmd names it).
   PREFIX.runs.jsonl every metric of each ok run (the resume log's companion).
   PREFIX.csv        label,<params>,metric,unit,n,median,mean,min,max,ci95_low,ci95_high
   PREFIX.json       {label, command, params, metric, reps, points: [{params, metrics: {NAME:
@@ -72,6 +73,10 @@ pub struct SweepArgs {
     /// Name of this sweep in PREFIX.csv and PREFIX.json [default: PREFIX's file name]
     #[arg(long)]
     pub label: Option<String>,
+    /// Seconds one run may take; a run still going then is stopped (SIGINT, SIGKILL 3 s later)
+    /// and recorded as failed [default: no limit]
+    #[arg(long, value_name = "SECS", value_parser = crate::framework::positive_secs)]
+    pub run_timeout: Option<f64>,
     /// The command and its arguments, with {name} placeholders
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -168,7 +173,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
                 .map_err(|e| Error::config(format!("cannot create {}: {e}", dir.display())))?;
         }
     }
-    let (mut log, mut runs) = RunLog::open(&a.out, &p.names)?;
+    let (mut log, mut runs) = RunLog::open(&a.out, &p.names, &a.command)?;
     // The metric: --metric, else the one the log's ok runs have, else the first ok run's
     // choice (a failed run's row names the metric it looked for, which may be a guess).
     let mut metric = p.metric;
@@ -226,7 +231,8 @@ pub fn run(a: SweepArgs) -> Result<()> {
             ("SWEEP_REP", rep.to_string()),
             ("SWEEP_POINT", pt.to_string()),
         ];
-        let out = child::run(&argv, &env, attention)?;
+        let limit = a.run_timeout.map(std::time::Duration::from_secs_f64);
+        let out = child::run(&argv, &env, attention, limit)?;
         if out.interrupted {
             interrupted = true;
             break;
@@ -240,7 +246,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
             .or_else(|| point.and_then(|x| x.metrics.default_metric()))
             .unwrap_or(Metric::Mops);
         let value = point.and_then(|x| x.metrics.get(m));
-        let ok = out.code == Some(0) && value.is_some();
+        let ok = out.code == Some(0) && value.is_some() && !out.timed_out;
         if ok {
             metric = Some(m);
         }
@@ -262,6 +268,10 @@ pub fn run(a: SweepArgs) -> Result<()> {
         if !ok {
             failed += 1;
             let why = match out.code {
+                _ if out.timed_out => format!(
+                    "still running after --run-timeout {}",
+                    a.run_timeout.unwrap_or_default()
+                ),
                 Some(0) => format!("printed no {}", m.name()),
                 Some(c) => format!("exit code {c}"),
                 None => "killed by a signal".into(),

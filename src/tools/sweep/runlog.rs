@@ -1,6 +1,8 @@
 //! `PREFIX.runs.csv`, one row per run, appended and flushed as each run ends: the sweep's resume
 //! log. Beside it `PREFIX.runs.jsonl` keeps every metric a successful run printed (the CSV has
-//! the sweep's metric only), so that a resumed sweep's JSON still has them all.
+//! the sweep's metric only), so that a resumed sweep's JSON still has them all, and
+//! `PREFIX.runs.cmd` the command that made them, so that a sweep of another command never
+//! resumes them as its own.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -72,10 +74,12 @@ fn open_append(path: &str) -> Result<File> {
 
 impl RunLog {
     /// Opens (creating, or continuing) `PREFIX.runs.csv` and `PREFIX.runs.jsonl`; returns the
-    /// runs already there. A CSV written for other parameters is an error.
-    pub fn open(prefix: &str, names: &[String]) -> Result<(RunLog, Vec<Run>)> {
+    /// runs already there. A CSV written for other parameters, or by another `command` (the
+    /// template, placeholders and all), is an error.
+    pub fn open(prefix: &str, names: &[String], command: &[String]) -> Result<(RunLog, Vec<Run>)> {
         let csv_path = format!("{prefix}.runs.csv");
         let jsonl_path = format!("{prefix}.runs.jsonl");
+        let cmd_path = format!("{prefix}.runs.cmd");
         let want = header(names);
         let previous = match std::fs::read_to_string(&csv_path) {
             Ok(text) if !text.trim().is_empty() => {
@@ -95,6 +99,24 @@ impl RunLog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(io_err(&csv_path, e)),
         };
+        let ours = json!(command).to_string();
+        if previous.is_empty() {
+            std::fs::write(&cmd_path, format!("{ours}\n")).map_err(|e| io_err(&cmd_path, e))?;
+        } else {
+            let theirs = std::fs::read_to_string(&cmd_path).unwrap_or_default();
+            if theirs.trim() != ours {
+                let made_by = if theirs.trim().is_empty() {
+                    "a command it does not name (no .runs.cmd beside it)".to_string()
+                } else {
+                    format!("another command ({})", theirs.trim())
+                };
+                return Err(Error::config(format!(
+                    "{csv_path} holds {} runs of {made_by}, not of this one ({ours}): give another \
+                     --out, or remove {prefix}.runs.* to start over",
+                    previous.len()
+                )));
+            }
+        }
         let mut csv = open_append(&csv_path)?;
         if previous.is_empty() && csv.metadata().map(|m| m.len()).unwrap_or(0) == 0 {
             writeln!(csv, "{want}").map_err(|e| io_err(&csv_path, e))?;
