@@ -93,7 +93,7 @@ fn perftest_json_says_what_its_table_says() {
     assert_eq!(code, Some(0));
     assert_eq!(
         out,
-        "op     size  postlist  json [us]  text [us]  text/json\n\
+        "op     size  postlist  json [us]  text [us]  json/text\n\
          WRITE  8     1         14583      14583      1.000\n"
     );
 }
@@ -116,7 +116,7 @@ fn latency_ratios_are_inverted_and_fail_below_names_the_point() {
     // ratio = perftest / ours, below 1 = ours is slower.
     assert_eq!(
         out,
-        "op     size  postlist  perftest [us]  ours [us]  ours/perftest\n\
+        "op     size  postlist  perftest [us]  ours [us]  perftest/ours\n\
          WRITE  8     1         17.59          3623       0.005\n"
     );
     let mut strict = args.to_vec();
@@ -130,7 +130,7 @@ fn latency_ratios_are_inverted_and_fail_below_names_the_point() {
     assert_eq!(out2, out, "the table is printed before the verdict");
     assert_eq!(
         err,
-        "rdma-bench compare: ours/perftest = 0.005 at WRITE, size 8, postlist 1 is below --fail-below 0.5\n"
+        "rdma-bench compare: perftest/ours = 0.005 at WRITE, size 8, postlist 1 is below --fail-below 0.5\n"
     );
     let mut lenient = args.to_vec();
     lenient.extend(["--fail-below", "0.001"]);
@@ -270,7 +270,7 @@ fn perftest_all_sizes_with_a_row_it_could_not_measure() {
     assert_eq!(lines.len(), 1 + 22, "{out}");
     assert_eq!(
         lines[0],
-        "op     size     postlist  pt [us]  ours [us]  ours/pt"
+        "op     size     postlist  pt [us]  ours [us]  pt/ours"
     );
     assert_eq!(
         lines[3],

@@ -25,7 +25,8 @@ JSON has `trusted` per value (null where the file does not say).
 
 Ratios: each file against the FIRST. For rates (mops, bw_mbps) the ratio is file / first; for
 latencies (lat_*), where lower is better, it is first / file, so that a ratio above 1 always means
-the file did better than the first, and --fail-below means the same for every metric.
+the file did better than the first, and --fail-below means the same for every metric. The ratio
+columns are named as they divide: ours/perftest for a rate, perftest/ours for a latency.
 
 Exit codes: 0 the table (and the gate passed); 6 a ratio is below --fail-below (the table is
 printed first); 1 the files could not be compared (unreadable, no results, or with --fail-below
@@ -49,7 +50,7 @@ pub struct CompareArgs {
     /// lat_min_us, lat_max_us [default: mops when the first file has it, else its first metric]
     #[arg(long)]
     pub metric: Option<String>,
-    /// Exit 1 when a ratio (better = above 1, see below) is under RATIO
+    /// Exit 6 when a ratio (better = above 1, see below) is under RATIO
     #[arg(long, value_name = "RATIO")]
     pub fail_below: Option<f64>,
     /// Print the comparison as JSON instead of a table
@@ -162,7 +163,7 @@ pub fn table(labels: &[String], metric: Metric, rows: &[Row]) -> String {
         .map(|(h, _)| h.to_string())
         .collect();
     head.extend(labels.iter().map(|l| format!("{l} [{}]", metric.unit())));
-    head.extend(labels[1..].iter().map(|l| format!("{l}/{}", labels[0])));
+    head.extend((1..labels.len()).map(|i| ratio_name(labels, i, metric)));
     let mut out = vec![head];
     for r in rows {
         let text = |v: Option<u64>| v.map_or("–".to_string(), |x| x.to_string());
@@ -246,6 +247,16 @@ fn describe(k: &Key) -> String {
     }
 }
 
+/// What file `i`'s ratio divides, as its column says it: `file/first` for rates, `first/file`
+/// for latencies (lower is better, so the ratio is inverted to read "above 1 is better").
+fn ratio_name(labels: &[String], i: usize, metric: Metric) -> String {
+    if metric.lower_is_better() {
+        format!("{}/{}", labels[0], labels[i])
+    } else {
+        format!("{}/{}", labels[i], labels[0])
+    }
+}
+
 /// The first ratio under `limit`, as the one line that says so.
 pub fn first_below(labels: &[String], metric: Metric, rows: &[Row], limit: f64) -> Option<String> {
     let mut below = rows.iter().flat_map(|r| {
@@ -257,9 +268,8 @@ pub fn first_below(labels: &[String], metric: Metric, rows: &[Row], limit: f64) 
     let (r, i, x) = below.next()?;
     let more = below.count();
     Some(format!(
-        "{}/{} = {x:.3}{} at {} is below --fail-below {limit}{}",
-        labels[i],
-        labels[0],
+        "{} = {x:.3}{} at {} is below --fail-below {limit}{}",
+        ratio_name(labels, i, metric),
         if r.questionable(i) {
             " (questionable: the fabric's counters moved)"
         } else {
