@@ -16,12 +16,42 @@
 # the roles whose thread count it is. rc-swarm runs --num-processes (default 2) equal processes
 # ([proc<i>] prefixed), each ending with its "Machine <i> average" line. perftest's tools need no
 # registry: the client reaches the server over TCP; --duration becomes -D unless -n or -a is
-# given, --json writes each side's JSON.
+# given, --json writes each side's JSON. When a role fails (a refused flag, a peer that cannot
+# be reached), the others are stopped at once and the script exits with the failed role's code.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+
+# wait_roles: waits for the processes in `pids` (named in `role_of`). The first one to fail
+# stops the others at once (SIGINT: they print what they have and leave) instead of leaving
+# them to wait out their connect timeout for a peer that is gone; returns that failure's code.
+declare -A role_of=()
+wait_roles() {
+  local rc=0 code done_pid p live=("${pids[@]}") next
+  if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 501)); then
+    # No `wait -n -p` before bash 5.1: wait for each in turn.
+    for p in "${live[@]}"; do wait "$p" || rc=$?; done
+    return "$rc"
+  fi
+  while [ ${#live[@]} -gt 0 ]; do
+    code=0 done_pid=""
+    wait -n -p done_pid "${live[@]}" || code=$?
+    [ -n "$done_pid" ] || break
+    next=()
+    for p in "${live[@]}"; do [ "$p" = "$done_pid" ] || next+=("$p"); done
+    live=("${next[@]}")
+    if [ "$code" != 0 ] && [ "$rc" = 0 ]; then
+      rc=$code
+      if [ ${#live[@]} -gt 0 ]; then
+        echo "run-local.sh: the ${role_of[$done_pid]:-role} exited $code; stopping the other roles" >&2
+        kill -INT "${live[@]}" 2>/dev/null || true
+      fi
+    fi
+  done
+  return "$rc"
+}
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 case $1 in -h | --help) usage; exit 0 ;; esac
 bench=$1; shift
@@ -71,11 +101,13 @@ case $bench in
     # shellcheck disable=SC2046
     "$bin" "$bench" "${flags[@]}" -p "$port" $(jflags server) > >(sed -u 's/^/[server] /') 2> >(sed -u 's/^/[server] /' >&2) &
     pids+=($!)
+    role_of[$!]=server
     # shellcheck disable=SC2046
     "$bin" "$bench" "${flags[@]}" -p "$port" $(jflags client) "${RDMA_BENCH_IP:-127.0.0.1}" > >(sed -u 's/^/[client] /') 2> >(sed -u 's/^/[client] /' >&2) &
     pids+=($!)
+    role_of[$!]=client
     rc=0
-    for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+    wait_roles || rc=$?
     for role in server client; do
       [ -s "$tmp/$role.json" ] && echo "[$role] $(cat "$tmp/$role.json")"
     done
@@ -149,9 +181,10 @@ if [ "$family" = swarm ]; then
     "$bin" "${args[@]}" "${threads[@]}" "${common[@]}" --process-id "$i" --num-processes "$nproc" --duration "$duration" \
       > >(sed -u "s/^/[proc$i] /") 2> >(sed -u "s/^/[proc$i] /" >&2) &
     pids+=($!)
+    role_of[$!]=proc$i
   done
   rc=0
-  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+  wait_roles || rc=$?
   exit $rc
 fi
 
@@ -167,7 +200,8 @@ for role in "${roles[@]}"; do
   "$bin" "${args[@]}" "${role_threads[@]}" "${common[@]}" $flags --duration "$d" \
     > >(sed -u "s/^/[$name] /") 2> >(sed -u "s/^/[$name] /" >&2) &
   pids+=($!)
+  role_of[$!]=$name
 done
 rc=0
-for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+wait_roles || rc=$?
 exit $rc

@@ -369,3 +369,52 @@ fn an_example_benchmark_runs_through_run_local_compare_and_plot() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A role that fails during setup stops the others at once: here HERD's worker refuses a
+/// postlist above the number of clients, and the master and the client, which would otherwise
+/// wait out their connect timeout (60 s) for it, are stopped within seconds; the worker's own
+/// line is what the user sees, and the script exits with its code.
+#[test]
+fn run_local_stops_every_role_when_one_fails_in_setup() {
+    let bins = std::path::Path::new(env!("CARGO_BIN_EXE_herd"))
+        .parent()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new("bench_scripts/run-local.sh")
+        .args([
+            "herd",
+            "--num-workers",
+            "1",
+            "--num-clients",
+            "1",
+            "--num-threads",
+            "1",
+        ])
+        .args([
+            "--num-keys",
+            "64Ki",
+            "--num-buckets",
+            "16Ki",
+            "--log-bytes",
+            "8MiB",
+        ])
+        .args(["--postlist", "32", "--duration", "5"])
+        .env("RDMA_BENCH_BIN_DIR", bins)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("[worker] herd: --postlist (32) exceeds --num-clients (1)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("run-local.sh: the worker exited 1; stopping the other roles"),
+        "{err}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "the other roles were not stopped at once: {took:?}\n{err}"
+    );
+}
