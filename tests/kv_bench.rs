@@ -40,8 +40,17 @@ fn bad_sizes_are_refused_in_one_line() {
         assert!(out.is_empty(), "{args:?}: {out}");
         assert_eq!(err, format!("{msg}\n"), "{args:?}");
     }
-    // A size that is not a plain integer is clap's to refuse.
-    let (code, _, err) = run(&["--num-keys", "8Mi"]);
+    // Sizes take the README's suffixes (8Mi parses; the batch rule then refuses the run); a
+    // suffix that is none of them is clap's to refuse.
+    let (code, _, err) = run(&["--num-keys", "8Mi", "--log-bytes", "1GiB", "--batch", "64"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "rdma-bench kv-bench: --batch 64 is not between 1 and 32 (MICA_MAX_BATCH_SIZE)\n"
+        )
+    );
+    let (code, _, err) = run(&["--num-keys", "8Mx"]);
     assert_eq!(code, 2, "{err}");
 }
 

@@ -12,7 +12,7 @@ use super::{
     RESP_GET_SUCCESS, RESP_PUT_SUCCESS, SPLITMIX_GAMMA,
 };
 use crate::error::{Error, Result};
-use crate::mem::{HugePolicy, Placement, HUGEPAGE_SIZE};
+use crate::mem::{HugePolicy, Placement};
 
 /// What the timed loops run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -160,49 +160,15 @@ impl KvBenchArgs {
         keys + std::mem::size_of::<Op>() as u64 * self.num_keys
     }
 
-    /// Refuses a run that needs more memory than `meminfo` says the machine has available: the
-    /// stores from free hugepages when they may use them and there are enough, else from
-    /// MemAvailable, the keys and operations from MemAvailable.
+    /// Refuses a run that needs more memory than `meminfo` says the machine has available
+    /// ([`StoreConfig::check_memory`]).
     fn check_memory(&self, meminfo: &str) -> Result<()> {
-        let field = |name: &str| {
-            meminfo
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        };
-        let Some(avail_kib) = field("MemAvailable:") else {
-            return Ok(()); // not Linux's meminfo: nothing to check against
-        };
-        let threads = self.threads as u64;
-        let store = threads * self.store().bytes();
-        let huge_free = field("HugePages_Free:").unwrap_or(0) * HUGEPAGE_SIZE as u64;
-        // A store's two buffers are each rounded up to whole hugepages.
-        let store_huge = threads * (self.num_buckets * 64).next_multiple_of(HUGEPAGE_SIZE as u64)
-            + threads * self.log_bytes.next_multiple_of(HUGEPAGE_SIZE as u64);
-        let from_huge = self.hugepages != HugePolicy::Off && store_huge <= huge_free;
-        if self.hugepages == HugePolicy::Require && !from_huge {
-            return Err(Error::config(format!(
-                "{} MiB of stores (--num-buckets, --log-bytes, --threads) need more hugepages than \
-                 the {} MiB free: reserve them (/proc/sys/vm/nr_hugepages) or use --hugepages auto",
-                store_huge >> 20,
-                huge_free >> 20
-            )));
-        }
-        let need = threads * self.side_bytes() + if from_huge { 0 } else { store };
-        let avail = avail_kib << 10;
-        if need > avail {
-            return Err(Error::config(format!(
-                "this run needs {} MiB ({} MiB of stores{}, {} MiB of keys and operations) and the \
-                 machine has {} MiB available: lower --num-keys, --num-buckets, --log-bytes or \
-                 --threads",
-                need >> 20,
-                store >> 20,
-                if from_huge { " on hugepages, not counted" } else { "" },
-                (threads * self.side_bytes()) >> 20,
-                avail >> 20
-            )));
-        }
-        Ok(())
+        self.store().check_memory(
+            self.threads as u64,
+            self.threads as u64 * self.side_bytes(),
+            meminfo,
+            "--num-keys, --num-buckets, --log-bytes or --threads",
+        )
     }
 }
 

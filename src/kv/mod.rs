@@ -175,6 +175,54 @@ impl StoreConfig {
     pub fn bytes(&self) -> u64 {
         (self.buckets * SLOTS * 8) as u64 + self.log_bytes as u64
     }
+
+    /// Refuses `stores` stores of this size plus `side` bytes of other memory when `meminfo`
+    /// (/proc/meminfo's text) says the machine cannot hold them: the stores from free hugepages
+    /// when they may use them and there are enough, else from MemAvailable, `side` from
+    /// MemAvailable. `flags` names what sizes the run, for the refusal. Checked before anything
+    /// is allocated: past it the kernel would kill the process with no word from us.
+    pub fn check_memory(&self, stores: u64, side: u64, meminfo: &str, flags: &str) -> Result<()> {
+        let field = |name: &str| {
+            meminfo
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        };
+        let Some(avail_kib) = field("MemAvailable:") else {
+            return Ok(()); // not Linux's meminfo: nothing to check against
+        };
+        let store = stores * self.bytes();
+        let page = crate::mem::HUGEPAGE_SIZE as u64;
+        let huge_free = field("HugePages_Free:").unwrap_or(0) * page;
+        // A store's two buffers are each rounded up to whole hugepages.
+        let store_huge = stores
+            * ((self.buckets as u64 * 64).next_multiple_of(page)
+                + (self.log_bytes as u64).next_multiple_of(page));
+        let huge = self.place.huge;
+        let from_huge = huge != crate::mem::HugePolicy::Off && store_huge <= huge_free;
+        if huge == crate::mem::HugePolicy::Require && !from_huge {
+            return Err(Error::config(format!(
+                "{} MiB of stores ({flags}) need more hugepages than the {} MiB free: reserve \
+                 them (/proc/sys/vm/nr_hugepages) or use --hugepages auto",
+                store_huge >> 20,
+                huge_free >> 20
+            )));
+        }
+        let need = side + if from_huge { 0 } else { store };
+        let avail = avail_kib << 10;
+        if need > avail {
+            return Err(Error::config(format!(
+                "this run needs {} MiB ({} MiB of stores{}, {} MiB besides) and the machine has {} \
+                 MiB available: lower {flags}",
+                need >> 20,
+                store >> 20,
+                if from_huge { " on hugepages, not counted" } else { "" },
+                side >> 20,
+                avail >> 20
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// A probe word: what a scan of a key's bucket found, in one `u64`. Buckets fill from slot 0 and

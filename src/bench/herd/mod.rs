@@ -33,8 +33,10 @@ use worker::Workers;
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "herd",
+    mut_arg("verify", |a| a.help("Clients PUT only their own keys and check every GET hit of them against the last version they PUT (exit 4 on a mismatch)")),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     mut_arg("postlist", |a| a.help("Workers: most requests run as one MICA batch and answered with one doorbell per port (at most 32)")),
     mut_arg("num_workers", |a| a.default_value("12")),
     mut_arg("num_ud_qps", |a| a.default_value("1")),
@@ -140,6 +142,14 @@ pub(crate) fn validate(a: &HerdArgs) -> Result<()> {
         a.store()
             .check()
             .map_err(|e| Error::config(format!("--num-buckets/--log-bytes: {e}")))?;
+        // Every worker thread has a store of its own: a run the machine cannot hold is refused
+        // here, not ended by the kernel's OOM killer once the stores are filled.
+        a.store().check_memory(
+            r.num_workers as u64,
+            0,
+            &std::fs::read_to_string("/proc/meminfo").unwrap_or_default(),
+            "--num-workers, --num-buckets or --log-bytes",
+        )?;
     }
     require(a.max_request() <= r.queue.max_inline as usize, || {
         format!(
