@@ -39,7 +39,7 @@ fn postlist_above_unsig_batch() {
         refuse(SENDER, &["--postlist", "32", "--unsig-batch", "16"]),
         (
             1,
-            "rw-tput-sender: postlist (32) must not exceed unsig_batch (16)\n".into()
+            "rw-tput-sender: --postlist (32) must not exceed --unsig-batch (16)\n".into()
         )
     );
 }
@@ -53,7 +53,8 @@ fn queue_depth_below_twice_unsig_batch() {
         ),
         (
             1,
-            "rw-tput-receiver: queue depth (100) must be at least 2 x unsig_batch (128)\n".into()
+            "rw-tput-receiver: --queue-depth (100) must be at least 2 x --unsig-batch (128)\n"
+                .into()
         )
     );
 }
@@ -64,7 +65,7 @@ fn window_above_half_the_queue() {
         refuse(env!("CARGO_BIN_EXE_rw-allsig"), &["--window", "65"]),
         (
             1,
-            "rw-allsig: window (65) must not exceed queue depth / 2 (64)\n".into()
+            "rw-allsig: --window (65) must not exceed --queue-depth / 2 (64)\n".into()
         )
     );
 }
@@ -85,7 +86,7 @@ fn postlist_above_the_maximum() {
         ),
         (
             1,
-            "rw-tput-sender: postlist 65 is above the maximum of 64\n".into()
+            "rw-tput-sender: --postlist 65 is above the maximum of 64\n".into()
         )
     );
 }
@@ -251,7 +252,7 @@ fn apps_postlist_above_unsig_batch() {
         refuse(SS_SEQ, &["--postlist", "32", "--unsig-batch", "16"]),
         (
             1,
-            "ss-sequencer: postlist (32) must not exceed unsig_batch (16)\n".into()
+            "ss-sequencer: --postlist (32) must not exceed --unsig-batch (16)\n".into()
         )
     );
     assert_eq!(
@@ -268,7 +269,7 @@ fn apps_postlist_above_unsig_batch() {
         ),
         (
             1,
-            "ws-sequencer: postlist (64) must not exceed unsig_batch (32)\n".into()
+            "ws-sequencer: --postlist (64) must not exceed --unsig-batch (32)\n".into()
         )
     );
 }
@@ -292,7 +293,7 @@ fn window_above_queue_depth() {
         refuse(WS_SEQ, &["--window", "200", "--queue-depth", "128", "--is-client", "1"]),
         (
             1,
-            "ws-sequencer: window (200) exceeds the queue depth (128): a client's RECV queue holds \
+            "ws-sequencer: --window (200) exceeds --queue-depth (128): a client's RECV queue holds \
 one reply per outstanding request\n"
                 .into()
         )
@@ -301,7 +302,7 @@ one reply per outstanding request\n"
         refuse(env!("CARGO_BIN_EXE_ww-echo"), &["--window", "100", "--queue-depth", "64", "--unsig-batch", "32"]),
         (
             1,
-            "ww-echo: window (100) exceeds the queue depth (64): a round posts the whole window at once\n"
+            "ww-echo: --window (100) exceeds --queue-depth (64): a round posts the whole window at once\n"
                 .into()
         )
     );
@@ -370,7 +371,7 @@ fn herd_refusals() {
         refuse(HERD, &["--window", "200", "--is-client", "1"]),
         (
             1,
-            "herd: window (200) exceeds the queue depth (128): a client's RECV queue holds one \
+            "herd: --window (200) exceeds --queue-depth (128): a client's RECV queue holds one \
 reply per outstanding request\n"
                 .into()
         )
@@ -404,7 +405,7 @@ header, value), above the inline limit of 60 bytes: lower --value-size or raise 
     );
     assert_eq!(
         refuse(HERD, &["--postlist", "33", "--unsig-batch", "64"]),
-        (1, "herd: postlist 33 is above the maximum of 32\n".into())
+        (1, "herd: --postlist 33 is above the maximum of 32\n".into())
     );
     assert_eq!(
         refuse(HERD, &["--zipf", "1"]),
@@ -778,7 +779,7 @@ fn sizes_and_counts_take_the_suffixes_the_readme_writes() {
     );
     assert_eq!(
         (code, err.as_str()),
-        (1, "herd: postlist 64 is above the maximum of 32\n")
+        (1, "herd: --postlist 64 is above the maximum of 32\n")
     );
     // A bad suffix is a usage error naming the flag as typed.
     let (code, err) = refuse(SENDER, &["--buf-size", "8x"]);
@@ -825,4 +826,111 @@ fn every_binary_and_subcommand_says_its_version() {
     );
     let herd = env!("CARGO_BIN_EXE_herd");
     assert_eq!(run(herd, &["-V"]), format!("herd {version}\n"));
+}
+
+#[test]
+fn a_process_takes_one_role() {
+    for (bin, name) in [
+        (env!("CARGO_BIN_EXE_herd"), "herd"),
+        (env!("CARGO_BIN_EXE_ws-sequencer"), "ws-sequencer"),
+        (env!("CARGO_BIN_EXE_ws-echo"), "ws-echo"),
+    ] {
+        assert_eq!(
+            refuse(bin, &["--master", "1", "--is-client", "1"]),
+            (
+                1,
+                format!(
+                    "{name}: --master 1 and --is-client 1 are two roles: run {name}'s master, its \
+                     workers (--is-client 0) and its clients (--is-client 1) as separate processes\n"
+                )
+            )
+        );
+    }
+}
+
+#[test]
+fn a_negative_number_is_a_value_refused_by_its_rule() {
+    // Both spellings, one answer (clap took `-1` for a flag and suggested `-- -1`).
+    for args in [&["--duration", "-1"][..], &["--duration=-1"]] {
+        assert_eq!(
+            refuse(SENDER, args),
+            (
+                1,
+                "rw-tput-sender: --duration must be a positive number of seconds, not -1\n".into()
+            )
+        );
+    }
+    let bench = env!("CARGO_BIN_EXE_rdma-bench");
+    for args in [
+        &["write-bw", "-D", "-1"][..],
+        &["write-bw", "--duration=-1"],
+    ] {
+        let (code, err) = refuse(bench, args);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("\"-1\" is not a non-negative integer"), "{err}");
+        assert!(!err.contains("-- -1"), "{err}");
+    }
+}
+
+#[test]
+fn herd_stores_the_machine_cannot_hold_are_refused_before_anything_is_made() {
+    // 12 workers × a 64 GiB log: more than any test machine has.
+    let (code, err) = refuse(HERD, &["--log-bytes", "64Gi"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("herd: this run needs ")
+            && err.contains("MiB available: lower --num-workers, --num-buckets or --log-bytes")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
+fn help_describes_what_each_benchmark_does_with_a_flag() {
+    let help = |bin: &str| {
+        let o = Command::new(bin).arg("--help").output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // The probes refuse stability mode: their help does not offer it.
+    for probe in [
+        env!("CARGO_BIN_EXE_write-flush"),
+        env!("CARGO_BIN_EXE_write-incomplete"),
+        env!("CARGO_BIN_EXE_write-reordering"),
+    ] {
+        let h = help(probe);
+        assert!(!h.contains("--stats-"), "{probe}:\n{h}");
+        assert!(h.contains("--duration"), "{probe}:\n{h}");
+    }
+    assert!(help(SENDER).contains("--stats-interval"));
+    // --verify says what it checks in each application, not the microbenchmarks' words.
+    for (bin, says) in [
+        (
+            env!("CARGO_BIN_EXE_ss-sequencer"),
+            "no value was handed out twice or lost",
+        ),
+        (
+            env!("CARGO_BIN_EXE_ws-sequencer"),
+            "no value was handed out twice or lost",
+        ),
+        (
+            env!("CARGO_BIN_EXE_ws-echo"),
+            "outstanding requests back, byte for byte",
+        ),
+        (
+            env!("CARGO_BIN_EXE_ww-echo"),
+            "outstanding requests back, byte for byte",
+        ),
+        (
+            env!("CARGO_BIN_EXE_atomics-sequencer"),
+            "FETCH_AND_ADDs the clients completed",
+        ),
+        (HERD, "against the last version they PUT"),
+    ] {
+        let h = help(bin);
+        assert!(
+            h.contains(says) && !h.contains("SEND immediates"),
+            "{bin}:\n{h}"
+        );
+    }
+    assert!(help(SENDER).contains("WRITE/READ contents"));
 }

@@ -36,8 +36,10 @@ const DRTM_ATOMIC_OFFSET: u64 = 24;
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "atomics-sequencer",
+    mut_arg("verify", |a| a.help("Check the counters once the run ends: the server sums its counters and compares with the FETCH_AND_ADDs the clients completed")),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     mut_arg("unsig_batch", |a| a.default_value("32").help("One signaled WR every N, per QP (kAppUnsigBatch)")),
     about = "RDMA atomics on an array of counters, an atomics-based sequencer (--use-random 0), \
 or DrTM-KV's READ/atomic mix (ATC'16 rdma_bench)"

@@ -21,6 +21,7 @@ const SLOT: usize = 64;
     name = "rw-allsig",
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "WQE-cache-miss test (ATC'16 rdma_bench): windows of singly-posted WRs, last one signaled"
 )]
 pub(crate) struct Args {
@@ -63,7 +64,7 @@ pub(crate) fn validate(a: &Args) -> Result<()> {
     require(a.window >= 1, || "window must be at least 1".into())?;
     require(a.window <= a.queue_depth / 2, || {
         format!(
-            "window ({}) must not exceed queue depth / 2 ({})",
+            "--window ({}) must not exceed --queue-depth / 2 ({})",
             a.window,
             a.queue_depth / 2
         )

@@ -19,6 +19,7 @@ use crate::stats::{CycleClock, JsonObject, LatencySummary, Stamp};
     name = "rw-postlist-latency",
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Postlist latency (ATC'16 rdma_bench): doorbell to last completion, avg/median/99th"
 )]
 pub(crate) struct Args {

@@ -124,6 +124,7 @@ impl RwFlags {
     name = "rw-tput-sender",
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Outbound READ/WRITE rate (ATC'16 rdma_bench): server threads post, client threads are targets"
 )]
 pub(crate) struct SenderArgs {
@@ -144,6 +145,7 @@ pub(crate) struct SenderArgs {
     name = "rw-tput-receiver",
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Inbound READ/WRITE rate (ATC'16 rdma_bench): client threads post, server threads are targets"
 )]
 pub(crate) struct ReceiverArgs {

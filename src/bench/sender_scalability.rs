@@ -24,6 +24,7 @@ use crate::verbs::{Access, QpCaps, QpSpec, QpType, QueuePair, Resources};
     name = "sender-scalability",
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Outbound rate vs number of QPs (ATC'16 rdma_bench): one thread drives many client QPs",
     mut_arg("num_threads", |a| a.help(
         "Server: server threads [default: 1]. Client: client threads in this process, one per \

@@ -46,8 +46,10 @@ pub(crate) enum Kind {
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "ss-sequencer",
+    mut_arg("verify", |a| a.help("Check the sequence once the run ends: each client sees values increase per reply QP; the server checks that no value was handed out twice or lost (counts and a hash)")),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Spec-S0, the paper's UD-only sequencer (ATC'16 rdma_bench): clients send header-only \
 SEND_WITH_IMMs, server threads answer batches with one fetch-and-add and one doorbell"
 )]
@@ -61,8 +63,10 @@ pub(crate) struct SequencerArgs {
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "ss-echo",
+    mut_arg("verify", |a| a.help("Check that every reply carries one of the client's outstanding requests back, byte for byte, each once")),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     mut_arg("num_threads", |a| a.alias("num-client-threads").alias("num_client_threads")),
     mut_arg("num_ud_qps", |a| a.default_value("1")),
     mut_arg("rq_depth", |a| a.default_value("2048")),

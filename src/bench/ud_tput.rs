@@ -61,6 +61,7 @@ pub(crate) struct UdArgs {
     name = "ud-sender",
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Outbound UD SEND rate (ATC'16 rdma_bench): server threads send to client UD QPs"
 )]
 pub(crate) struct SenderArgs {
@@ -75,6 +76,7 @@ pub(crate) struct SenderArgs {
     name = "ud-receiver",
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Inbound UD SEND rate (ATC'16 rdma_bench): client threads send to server UD QPs"
 )]
 pub(crate) struct ReceiverArgs {

@@ -30,8 +30,10 @@ use crate::verbs::QpType;
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "ww-echo",
+    mut_arg("verify", |a| a.help("Check that every reply carries one of the client's outstanding requests back, byte for byte, each once")),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "The paper's WRITE-request/WRITE-reply echo (ATC'16 rdma_bench): windows of inlined \
 WRITEs each way between connected thread pairs"
 )]
@@ -71,7 +73,7 @@ pub(crate) fn validate(a: &Args) -> Result<()> {
     })?;
     require(a.window <= a.queue.queue_depth, || {
         format!(
-            "window ({}) exceeds the queue depth ({}): a round posts the whole window at once",
+            "--window ({}) exceeds --queue-depth ({}): a round posts the whole window at once",
             a.window, a.queue.queue_depth
         )
     })?;

@@ -23,28 +23,28 @@ same flags on both sides. Either side may be perftest's matching ib_* tool (prot
 #[derive(Subcommand, Debug)]
 enum Command {
     /// RDMA WRITE bandwidth, as perftest's ib_write_bw
-    #[command(name = "write-bw", after_help = PERF_AFTER)]
+    #[command(name = "write-bw", after_help = PERF_AFTER, allow_negative_numbers = true)]
     WriteBw(PerfArgs),
     /// RDMA WRITE latency (ping-pong), as perftest's ib_write_lat
-    #[command(name = "write-lat", after_help = PERF_AFTER)]
+    #[command(name = "write-lat", after_help = PERF_AFTER, allow_negative_numbers = true)]
     WriteLat(PerfArgs),
     /// RDMA READ bandwidth, as perftest's ib_read_bw
-    #[command(name = "read-bw", after_help = PERF_AFTER)]
+    #[command(name = "read-bw", after_help = PERF_AFTER, allow_negative_numbers = true)]
     ReadBw(PerfArgs),
     /// RDMA READ latency, as perftest's ib_read_lat
-    #[command(name = "read-lat", after_help = PERF_AFTER)]
+    #[command(name = "read-lat", after_help = PERF_AFTER, allow_negative_numbers = true)]
     ReadLat(PerfArgs),
     /// SEND bandwidth, as perftest's ib_send_bw
-    #[command(name = "send-bw", after_help = PERF_AFTER)]
+    #[command(name = "send-bw", after_help = PERF_AFTER, allow_negative_numbers = true)]
     SendBw(PerfArgs),
     /// SEND latency (ping-pong), as perftest's ib_send_lat
-    #[command(name = "send-lat", after_help = PERF_AFTER)]
+    #[command(name = "send-lat", after_help = PERF_AFTER, allow_negative_numbers = true)]
     SendLat(PerfArgs),
     /// Atomic (fetch-and-add / compare-and-swap) bandwidth, as perftest's ib_atomic_bw
-    #[command(name = "atomic-bw", after_help = PERF_AFTER)]
+    #[command(name = "atomic-bw", after_help = PERF_AFTER, allow_negative_numbers = true)]
     AtomicBw(PerfArgs),
     /// Atomic latency, as perftest's ib_atomic_lat
-    #[command(name = "atomic-lat", after_help = PERF_AFTER)]
+    #[command(name = "atomic-lat", after_help = PERF_AFTER, allow_negative_numbers = true)]
     AtomicLat(PerfArgs),
     /// Is this host set up to benchmark RDMA? Devices, ports, GIDs, PCIe, NUMA, hugepages,
     /// memlock, CPU governor, SMT: one verdict line each (ok / warn / fail) with a fix; exit 1

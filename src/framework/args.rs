@@ -345,8 +345,14 @@ impl QueueArgs {
     }
     /// The paper's invariants for a postlist of `postlist` WRs (at most `max_postlist`).
     pub fn check(&self, postlist: u32, max_postlist: u32) -> Result<()> {
-        check_batching(postlist, self.unsig_batch, self.queue_depth, max_postlist)
-            .map_err(Error::Config)
+        check_batching(
+            postlist,
+            self.unsig_batch,
+            self.queue_depth,
+            max_postlist,
+            "--queue-depth",
+        )
+        .map_err(Error::Config)
     }
 }
 

@@ -361,32 +361,35 @@ fn postlist_too_long(n: u32, unsig_batch: u32) -> crate::Error {
     ))
 }
 
-/// Checks the batching invariants before any resource is made; the message names the rule.
+/// Checks the batching invariants before any resource is made; the message names the rule and
+/// the flags as the user types them (`--postlist`, `--unsig-batch`, and `queue_flag` for the
+/// send queue's depth).
 pub fn check_batching(
     postlist: u32,
     unsig_batch: u32,
     queue_depth: u32,
     max_postlist: u32,
+    queue_flag: &str,
 ) -> Result<(), String> {
     if postlist == 0 {
-        return Err("postlist must be at least 1".into());
+        return Err("--postlist must be at least 1".into());
     }
     if unsig_batch == 0 {
-        return Err("unsig_batch must be at least 1".into());
+        return Err("--unsig-batch must be at least 1".into());
     }
     if postlist > max_postlist {
         return Err(format!(
-            "postlist {postlist} is above the maximum of {max_postlist}"
+            "--postlist {postlist} is above the maximum of {max_postlist}"
         ));
     }
     if postlist > unsig_batch {
         return Err(format!(
-            "postlist ({postlist}) must not exceed unsig_batch ({unsig_batch})"
+            "--postlist ({postlist}) must not exceed --unsig-batch ({unsig_batch})"
         ));
     }
     if queue_depth < 2 * unsig_batch {
         return Err(format!(
-            "queue depth ({queue_depth}) must be at least 2 x unsig_batch ({})",
+            "{queue_flag} ({queue_depth}) must be at least 2 x --unsig-batch ({})",
             2 * u64::from(unsig_batch)
         ));
     }
@@ -599,22 +602,22 @@ mod tests {
 
     #[test]
     fn batching_rules_are_named() {
-        assert_eq!(check_batching(16, 64, 128, 64), Ok(()));
+        assert_eq!(check_batching(16, 64, 128, 64, "--queue-depth"), Ok(()));
         assert_eq!(
-            check_batching(0, 64, 128, 64).unwrap_err(),
-            "postlist must be at least 1"
+            check_batching(0, 64, 128, 64, "--queue-depth").unwrap_err(),
+            "--postlist must be at least 1"
         );
         assert_eq!(
-            check_batching(65, 64, 128, 64).unwrap_err(),
-            "postlist 65 is above the maximum of 64"
+            check_batching(65, 64, 128, 64, "--queue-depth").unwrap_err(),
+            "--postlist 65 is above the maximum of 64"
         );
         assert_eq!(
-            check_batching(32, 16, 128, 64).unwrap_err(),
-            "postlist (32) must not exceed unsig_batch (16)"
+            check_batching(32, 16, 128, 64, "--queue-depth").unwrap_err(),
+            "--postlist (32) must not exceed --unsig-batch (16)"
         );
         assert_eq!(
-            check_batching(16, 64, 100, 64).unwrap_err(),
-            "queue depth (100) must be at least 2 x unsig_batch (128)"
+            check_batching(16, 64, 100, 64, "--queue-depth").unwrap_err(),
+            "--queue-depth (100) must be at least 2 x --unsig-batch (128)"
         );
     }
 }

@@ -33,6 +33,7 @@ pub const MAX_PROCESSES: usize = 256;
     name = "rc-swarm",
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Many machines and emulated VMs reading/writing each other over RC (ATC'16 rdma_bench)",
     long_about = "Many machines and emulated VMs reading/writing each other over RC (ATC'16 \
 rdma_bench). Start one process per machine, all with the same flags and the same registry \
@@ -168,7 +169,7 @@ pub(crate) fn validate(a: &Args, rank: &Rank) -> Result<()> {
             )
         })?;
     } else {
-        check_batching(1, a.unsig_batch, a.sq_depth, 1).map_err(Error::Config)?;
+        check_batching(1, a.unsig_batch, a.sq_depth, 1, "--sq-depth").map_err(Error::Config)?;
     }
     Ok(())
 }

@@ -34,8 +34,12 @@ pub const MAX_WRITES: usize = QUEUE_DEPTH / 2;
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "write-flush",
+    // Stability mode is for the rate benchmarks: refused here, so not listed.
+    mut_arg("stats_interval", |a| a.hide(true)),
+    mut_arg("stats_file", |a| a.hide(true)),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Latency to flush WRITEs with a READ (ATC'16 rdma_bench): chains of (16-byte inline \
              WRITE, READ of the same bytes) pairs in one doorbell, doorbell to the last READ's \
              completion"

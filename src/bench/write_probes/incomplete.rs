@@ -44,8 +44,12 @@ const CHECKS_PER_POLL: u32 = 4096;
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "write-incomplete",
+    // Stability mode is for the rate benchmarks: refused here, so not listed.
+    mut_arg("stats_interval", |a| a.hide(true)),
+    mut_arg("stats_file", |a| a.hide(true)),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Does a WRITE's completion imply remote CPU visibility? (ATC'16 rdma_bench; IB spec 1.3 \
              §9.7.5.1.6 says it need not.) Two threads, two QPs connected to each other in this \
              process; reports how often the server saw a completed WRITE's data not yet there",

@@ -33,8 +33,12 @@ const CHECKS_PER_POLL: u32 = 4096;
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "write-reordering",
+    // Stability mode is for the rate benchmarks: refused here, so not listed.
+    mut_arg("stats_interval", |a| a.hide(true)),
+    mut_arg("stats_file", |a| a.hide(true)),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "Left-to-right ordering of RDMA WRITEs (ATC'16 rdma_bench): the client WRITEs rounds of \
              16 x 128 KiB, the server checks that no later word is ever newer than an earlier one \
              and reports the violations it observes"

@@ -53,8 +53,10 @@ pub(crate) struct WsArgs {
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "ws-sequencer",
+    mut_arg("verify", |a| a.help("Check the sequence once the run ends: each client sees values increase per reply QP; the server checks that no value was handed out twice or lost (counts and a hash)")),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     about = "The paper's WRITE/SEND sequencer (ATC'16 rdma_bench): clients WRITE 8-byte requests \
 into the master's request region, workers poll it and reply with batched UD SEND_WITH_IMMs"
 )]
@@ -68,8 +70,10 @@ pub(crate) struct SequencerArgs {
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "ws-echo",
+    mut_arg("verify", |a| a.help("Check that every reply carries one of the client's outstanding requests back, byte for byte, each once")),
     version,
     args_override_self = true,
+    allow_negative_numbers = true,
     mut_arg("size", |a| a.default_value("24").help("Request (and reply) bytes: a multiple of 8, at most 56")),
     mut_arg("num_workers", |a| a.default_value("5")),
     mut_arg("num_clients", |a| a.default_value("64")),

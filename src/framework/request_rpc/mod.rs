@@ -83,6 +83,12 @@ impl RpcArgs {
     pub fn check(&self, name: &str, max_postlist: u32, slot_bytes: usize) -> Result<()> {
         self.common.check()?;
         self.topo.check()?;
+        require(!(self.master && self.topo.is_client), || {
+            format!(
+                "--master 1 and --is-client 1 are two roles: run {name}'s master, its workers \
+                 (--is-client 0) and its clients (--is-client 1) as separate processes"
+            )
+        })?;
         require(!self.topo.dual_port, || {
             format!(
                 "--dual-port is not a flag of {name}: use --num-server-ports/--num-client-ports"
@@ -90,19 +96,19 @@ impl RpcArgs {
         })?;
         require(
             self.num_workers >= 1 && self.num_clients >= 1 && self.num_ud_qps >= 1,
-            || "num-workers, num-clients and num-ud-qps must be at least 1".into(),
+            || "--num-workers, --num-clients and --num-ud-qps must be at least 1".into(),
         )?;
         require(
             self.num_server_ports >= 1 && self.num_client_ports >= 1,
-            || "num-server-ports and num-client-ports must be at least 1".into(),
+            || "--num-server-ports and --num-client-ports must be at least 1".into(),
         )?;
         self.queue.check(self.postlist, max_postlist)?;
-        require(self.window >= 1, || "window must be at least 1".into())?;
+        require(self.window >= 1, || "--window must be at least 1".into())?;
         require(
             self.window as u64 <= u64::from(self.queue.queue_depth),
             || {
                 format!(
-                "window ({}) exceeds the queue depth ({}): a client's RECV queue holds one reply per outstanding request",
+                "--window ({}) exceeds --queue-depth ({}): a client's RECV queue holds one reply per outstanding request",
                 self.window, self.queue.queue_depth
             )
             },
@@ -111,7 +117,7 @@ impl RpcArgs {
             self.window as u64 <= u64::from(self.queue.unsig_batch),
             || {
                 format!(
-                "window ({}) must not exceed unsig_batch ({}): a client's unsignaled WRITEs must not outrun its send queue",
+                "--window ({}) must not exceed --unsig-batch ({}): a client's unsignaled WRITEs must not outrun its send queue",
                 self.window, self.queue.unsig_batch
             )
             },
@@ -120,7 +126,7 @@ impl RpcArgs {
         if !self.master && !self.topo.is_client {
             require(self.postlist as usize <= self.num_clients, || {
                 format!(
-                    "postlist ({}) exceeds num-clients ({}): a worker finds at most one request per client in a pass",
+                    "--postlist ({}) exceeds --num-clients ({}): a worker finds at most one request per client in a pass",
                     self.postlist, self.num_clients
                 )
             })?;
