@@ -867,7 +867,10 @@ fn a_negative_number_is_a_value_refused_by_its_rule() {
     ] {
         let (code, err) = refuse(bench, args);
         assert_eq!(code, 2, "{err}");
-        assert!(err.contains("\"-1\" is not a non-negative integer"), "{err}");
+        assert!(
+            err.contains("\"-1\" is not a non-negative integer"),
+            "{err}"
+        );
         assert!(!err.contains("-- -1"), "{err}");
     }
 }
