@@ -298,7 +298,16 @@ fn launcher_survives_a_killed_host() {
                 Some(1 | 255) if attempt < 10 && !ended => {
                     std::thread::sleep(Duration::from_secs(1))
                 }
-                _ => panic!("nothing to kill on node 2 ({killed}); its log:\n{log}"),
+                _ => {
+                    // What node 2 runs, for whoever reads the failure.
+                    let ps = Command::new("ssh")
+                        .args(["-o", "ConnectTimeout=10", &addresses()[2]])
+                        .arg("ps -eo pid,stat,comm,args")
+                        .output()
+                        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                        .unwrap_or_default();
+                    panic!("nothing to kill on node 2 ({killed}); its log:\n{log}\nits processes:\n{ps}")
+                }
             }
         }
         Instant::now()
