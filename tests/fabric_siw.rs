@@ -9,7 +9,7 @@ mod perftest_pair;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use perftest_pair::{check_lat, env, pair, run_bw, On, Who, OURS};
+use perftest_pair::{check_lat, env, pair, row_of, run_bw, On, Who, OURS};
 
 fn siw() -> On {
     On {
@@ -67,6 +67,7 @@ fn lat_tools_connect_through_rdma_cm_ours_and_perftest() {
         let args = ["-R", "-n", "100", "-s", "8"];
         let (so, co) = pair(&on, tool, server, client, &args);
         check_lat(tool, &so, &co, &[8], 100);
+        println!("{}", row_of(tool, server, client, &co, 8));
     }
 }
 

@@ -255,6 +255,20 @@ pub fn run_bw(on: &On, tool: &str, server: Who, client: Who, extra: &[&str]) {
         .map_or(1, |i| extra[i + 1].parse().unwrap());
     let (so, co) = pair(on, tool, server, client, &args);
     check_bw(tool, &so, &co, &[size], iters * qps, (server, client));
+    println!("{}", row_of(tool, server, client, &co, size));
+}
+
+/// The client's table row for `size`, labelled with who played which side (shown with
+/// --nocapture: the interop matrix's numbers).
+pub fn row_of(tool: &str, server: Who, client: Who, client_out: &str, size: u64) -> String {
+    let row = client_out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&size.to_string()))
+        .unwrap_or("(no row)");
+    format!(
+        "{tool}: {server:?} server, {client:?} client: {}",
+        row.trim()
+    )
 }
 
 pub fn run_lat(on: &On, tool: &str, server: Who, client: Who) {
