@@ -161,17 +161,17 @@ fn json_output_has_values_and_ratios() {
 #[test]
 fn bad_input_is_one_clear_line() {
     let (code, _, err) = compare(&["no-such-file.txt"]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert!(err.starts_with("rdma-bench compare: cannot read "), "{err}");
     assert_eq!(err.lines().count(), 1);
     let (code, _, err) = compare(&["perftest-write-bw-s32.txt", "--metric", "iops"]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert!(
         err.contains("--metric iops: not a metric (one of mops, bw_mbps"),
         "{err}"
     );
     let (code, _, err) = compare(&["perftest-write-bw-s32.txt", "--fail-below", "0"]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert!(
         err.contains("--fail-below must be a positive ratio"),
         "{err}"
@@ -180,7 +180,7 @@ fn bad_input_is_one_clear_line() {
     std::fs::write(&empty, "nothing measured here\n").unwrap();
     let (code, _, err) = compare(&[empty.to_str().unwrap()]);
     let _ = std::fs::remove_file(&empty);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert!(err.ends_with(": no results found in it\n"), "{err}");
     // A gate over files with no point in common cannot pass by default: nothing was compared.
     let (code, out, err) = compare(&[
@@ -189,7 +189,7 @@ fn bad_input_is_one_clear_line() {
         "--fail-below",
         "0.9",
     ]);
-    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(code, Some(2), "{out}");
     assert_eq!(
         err,
         "rdma-bench compare: --fail-below 0.9: no mops of ours-write-lat-s8 matched a point of \

@@ -29,8 +29,8 @@ the file did better than the first, and --fail-below means the same for every me
 columns are named as they divide: ours/perftest for a rate, perftest/ours for a latency.
 
 Exit codes: 0 the table (and the gate passed); 6 a ratio is below --fail-below (the table is
-printed first); 1 the files could not be compared (unreadable, no results, or with --fail-below
-no point of a file matched one of the first's, so nothing could be gated); 2 bad flags.
+printed first); 2 the input cannot be compared (bad flags, unreadable files, no results, or with
+--fail-below no point of a file matched one of the first's, so nothing could be gated).
 
 Examples:
   rdma-bench compare target/sw.json perftest-write-bw.json --label ours --label perftest
@@ -284,10 +284,11 @@ pub fn first_below(labels: &[String], metric: Metric, rows: &[Row], limit: f64) 
     ))
 }
 
-/// Runs `rdma-bench compare`.
+/// Runs `rdma-bench compare`. Input it cannot compare is a usage error (exit 2, as `plot` and
+/// `history` say it); a ratio under `--fail-below` is a finding (exit 6).
 pub fn run(a: CompareArgs) -> Result<()> {
     if a.labels.len() > a.files.len() {
-        return Err(Error::config(format!(
+        return Err(Error::usage(format!(
             "{} --label for {} files",
             a.labels.len(),
             a.files.len()
@@ -295,7 +296,7 @@ pub fn run(a: CompareArgs) -> Result<()> {
     }
     if let Some(r) = a.fail_below {
         if !(r.is_finite() && r > 0.0) {
-            return Err(Error::config(
+            return Err(Error::usage(
                 "--fail-below must be a positive ratio, e.g. 0.9",
             ));
         }
@@ -303,7 +304,7 @@ pub fn run(a: CompareArgs) -> Result<()> {
     let files = a
         .files
         .iter()
-        .map(|f| results::read_points(f))
+        .map(|f| results::read_points(f).map_err(|e| Error::usage(e.to_string())))
         .collect::<Result<Vec<_>>>()?;
     let labels: Vec<String> = a
         .files
@@ -320,12 +321,12 @@ pub fn run(a: CompareArgs) -> Result<()> {
         .collect();
     for (f, pts) in a.files.iter().zip(&files) {
         if pts.is_empty() {
-            return Err(Error::config(format!("{f}: no results found in it")));
+            return Err(Error::usage(format!("{f}: no results found in it")));
         }
     }
     let metric = match &a.metric {
         Some(m) => Metric::parse(m).ok_or_else(|| {
-            Error::config(format!(
+            Error::usage(format!(
                 "--metric {m}: not a metric (one of {})",
                 Metric::names()
             ))
@@ -345,7 +346,7 @@ pub fn run(a: CompareArgs) -> Result<()> {
         // A gate with nothing to compare would pass whatever the files hold.
         for (i, label) in labels.iter().enumerate().skip(1) {
             if !rows.iter().any(|r| r.ratio(i, metric).is_some()) {
-                return Err(Error::config(format!(
+                return Err(Error::usage(format!(
                     "--fail-below {limit}: no {metric} of {label} matched a point of {} (by \
                      operation, size, postlist and threads): nothing to gate on",
                     labels[0],
