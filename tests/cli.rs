@@ -937,3 +937,51 @@ fn help_describes_what_each_benchmark_does_with_a_flag() {
     }
     assert!(help(SENDER).contains("WRITE/READ contents"));
 }
+
+#[test]
+fn each_perftest_tool_lists_only_the_flags_it_takes() {
+    let bench = env!("CARGO_BIN_EXE_rdma-bench");
+    let help = |tool: &str| {
+        let o = Command::new(bench).args([tool, "--help"]).output().unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let has = |h: &str, flag: &str| h.lines().any(|l| l.trim_start().starts_with(flag));
+    let write_bw = help("write-bw");
+    for absent in [
+        "-A, --atomic_type",
+        "-e, --events",
+        "-X, --vector",
+        "-o, --outs",
+        "-U, ",
+    ] {
+        assert!(
+            !has(&write_bw, absent),
+            "write-bw lists {absent}:\n{write_bw}"
+        );
+    }
+    for present in [
+        "-b, --bidirectional",
+        "-l, --post_list",
+        "-I, --inline_size",
+    ] {
+        assert!(has(&write_bw, present), "write-bw lacks {present}");
+    }
+    let read_lat = help("read-lat");
+    for absent in ["-b, ", "-l, ", "-q, ", "-I, ", "--run_infinitely"] {
+        assert!(!has(&read_lat, absent), "read-lat lists {absent}");
+    }
+    assert!(has(&read_lat, "-o, --outs") && has(&read_lat, "-e, --events"));
+    let atomic_bw = help("atomic-bw");
+    assert!(!has(&atomic_bw, "-s, --size") && has(&atomic_bw, "-A, --atomic_type"));
+    assert!(has(&help("send-bw"), "-r, --rx-depth") && !has(&write_bw, "-r, "));
+    // A flag a tool's help leaves out is still refused as perftest refuses it.
+    assert_eq!(
+        refuse(bench, &["write-bw", "-A", "CMP_AND_SWAP"]),
+        (
+            1,
+            "rdma-bench write-bw: -A/--atomic_type changes the atomic of the atomic tests only\n"
+                .into()
+        )
+    );
+}

@@ -1,6 +1,6 @@
 //! rdma-bench: perftest's tools on rdma-bench's core, and the tools around the benchmarks; one
 //! subcommand each.
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use rdma_bench::perf::{self, args::PerfArgs, Tool};
 use rdma_bench::tools::{compare, doctor, fleet, history, list, plot, sweep};
 
@@ -74,6 +74,14 @@ enum Command {
     KvBench(rdma_bench::kv::bench::KvBenchArgs),
 }
 
+/// The command line, each perftest tool's help listing only the flags that tool takes.
+fn parse_cli() -> Cli {
+    let cmd = Tool::ALL.into_iter().fold(Cli::command(), |c, t| {
+        c.mut_subcommand(t.name(), |sc| perf::args::help_for(t, sc))
+    });
+    Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit())
+}
+
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     let sub = argv.get(1).cloned().unwrap_or_default();
@@ -104,7 +112,7 @@ fn main() {
         Some(t) => perf::args::refuse_unimplemented(t, &argv[2..]),
         None => Ok(()),
     }
-    .and_then(|()| match Cli::parse().command {
+    .and_then(|()| match parse_cli().command {
         Command::WriteBw(a) => perf::run::run(Tool::WRITE_BW, a),
         Command::WriteLat(a) => perf::run::run(Tool::WRITE_LAT, a),
         Command::ReadBw(a) => perf::run::run(Tool::READ_BW, a),

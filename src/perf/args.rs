@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use super::Tool;
+use super::{Test, Tool, Verb};
 use crate::error::{Error, Result};
 
 /// perftest's flags (perftest 4.5 as Debian ships it, protocol 6.06). Every default that differs
@@ -188,6 +188,51 @@ pub fn parse_number(s: &str) -> std::result::Result<u64, String> {
         t.parse()
     };
     parsed.map_err(|_| format!("{s:?} is not a non-negative integer"))
+}
+
+/// The flags `tool` always refuses (see `settings::combinations`), by argument id: its help
+/// does not list them. They still parse, so that the refusal names them as perftest does.
+pub fn refused_by(tool: Tool) -> Vec<&'static str> {
+    let bw = tool.test == Test::Bw;
+    let mut ids = Vec::new();
+    if !bw {
+        ids.extend([
+            "qps",
+            "no_peak",
+            "bidirectional",
+            "report_both",
+            "run_infinitely",
+            "post_list",
+        ]);
+    } else {
+        ids.extend(["report_unsorted", "report_cycles", "report_histogram"]);
+    }
+    if !bw || tool.verb == Verb::Send {
+        ids.push("perform_warm_up");
+    }
+    match tool.verb {
+        Verb::Read | Verb::Atomic => ids.push("inline_size"),
+        _ => ids.push("outs"),
+    }
+    if tool.verb != Verb::Send {
+        ids.push("rx_depth");
+    }
+    if tool.verb != Verb::Atomic {
+        ids.push("atomic_type");
+    } else {
+        ids.extend(["size", "all"]);
+    }
+    if tool.verb == Verb::Write {
+        ids.extend(["events", "vector"]);
+    }
+    ids
+}
+
+/// `cmd` (a perftest tool's subcommand) with the flags `tool` refuses hidden from its help.
+pub fn help_for(tool: Tool, cmd: clap::Command) -> clap::Command {
+    refused_by(tool)
+        .into_iter()
+        .fold(cmd, |c, id| c.mut_arg(id, |a| a.hide(true)))
 }
 
 /// Sizes take one K (×1024) or M (×1048576) suffix, as perftest's -s does.
