@@ -520,3 +520,27 @@ fn questionable_points_and_bars_are_marked() {
     );
     assert!(t.iter().any(|x| x == legend), "{t:?}");
 }
+
+#[test]
+fn one_sweeps_csv_and_json_together_get_two_legend_entries() {
+    // Both files say their label is "ours": each entry names its file, so neither hides.
+    let svg = plot_ok(
+        &["ours-size.csv", "ours-size.json"],
+        "csv-and-json.svg",
+        &[],
+    );
+    let t = texts(&parse(&svg));
+    assert!(t.iter().any(|x| x == "ours (ours-size.csv)"), "{t:?}");
+    assert!(t.iter().any(|x| x == "ours (ours-size.json)"), "{t:?}");
+    // A label the user gives is kept as given.
+    let svg = plot_ok(
+        &["ours-size.csv", "ours-size.json"],
+        "csv-and-json-labelled.svg",
+        &["--label", "first", "--label", "second"],
+    );
+    let t = texts(&parse(&svg));
+    assert!(
+        t.iter().any(|x| x == "first") && t.iter().any(|x| x == "second"),
+        "{t:?}"
+    );
+}

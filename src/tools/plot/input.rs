@@ -27,6 +27,44 @@ pub enum Input {
     },
 }
 
+impl Input {
+    /// The legend labels this input brings (one per sweep, or the suite's).
+    pub fn labels_mut(&mut self) -> Vec<&mut String> {
+        match self {
+            Input::Sweeps(sweeps) => sweeps.iter_mut().map(|s| &mut s.label).collect(),
+            Input::Suite { label, .. } => vec![label],
+        }
+    }
+}
+
+/// Two files whose series would carry the same legend label (a sweep's PREFIX.csv and
+/// PREFIX.json both say its label) get their file names added, so that neither hides the
+/// other's entry. Labels the user gave with --label (`given[i]`) are kept as they are.
+pub fn disambiguate(inputs: &mut [Input], files: &[std::path::PathBuf], given: &[bool]) {
+    let all: Vec<Vec<String>> = inputs
+        .iter_mut()
+        .map(|i| i.labels_mut().into_iter().map(|l| l.clone()).collect())
+        .collect();
+    for (i, input) in inputs.iter_mut().enumerate() {
+        if given.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        let name = files[i]
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for l in input.labels_mut() {
+            let clash = all
+                .iter()
+                .enumerate()
+                .any(|(j, ls)| j != i && ls.contains(l));
+            if clash {
+                l.push_str(&format!(" ({name})"));
+            }
+        }
+    }
+}
+
 /// Reads one input file; `label` overrides the label written in the file.
 pub fn read(path: &Path, label: Option<&str>) -> Result<Input> {
     let text = std::fs::read_to_string(path)

@@ -160,6 +160,8 @@ pub fn prepare(a: &PlotArgs) -> Result<(Chart, PathBuf)> {
     for (i, f) in a.files.iter().enumerate() {
         inputs.push(input::read(f, a.labels.get(i).map(String::as_str))?);
     }
+    let given: Vec<bool> = (0..a.files.len()).map(|i| i < a.labels.len()).collect();
+    input::disambiguate(&mut inputs, &a.files, &given);
     let choice = Choice {
         kind: a.kind,
         x: a.x.clone(),
