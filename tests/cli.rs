@@ -985,3 +985,22 @@ fn each_perftest_tool_lists_only_the_flags_it_takes() {
         )
     );
 }
+
+#[test]
+fn an_rdma_cm_client_without_its_device_says_so() {
+    // Not "is the rdma_ucm module loaded?": the device is what is missing (here: no such
+    // device, or no RDMA stack at all on a host without one).
+    let (code, err) = refuse(
+        RDMA_BENCH,
+        &["write-bw", "-R", "-d", "no-such-dev0", "127.0.0.1"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("rdma_ucm"), "{err}");
+    assert!(
+        err.contains("no RDMA device named 'no-such-dev0'")
+            || err.contains("is the RDMA stack loaded?")
+            || err.contains("there is no RDMA device on this host"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -33,6 +33,23 @@ pub(super) fn cm_channel(
     use super::cm_link::CmLink;
     let (channel, port) = match &a.server {
         Some(host) => {
+            // Without the device RDMA CM would fail in its event channel and blame rdma_ucm.
+            let devices = crate::verbs::devices()?;
+            if devices.is_empty() {
+                return Err(Error::config(
+                    "-R: there is no RDMA device on this host (ibv_devices lists none)",
+                ));
+            }
+            if let Some(d) = a
+                .ib_dev
+                .as_deref()
+                .filter(|d| !devices.iter().any(|n| n == d))
+            {
+                return Err(Error::config(format!(
+                    "no RDMA device named '{d}' (devices: {})",
+                    devices.join(", ")
+                )));
+            }
             let addr = super::channel::ipv4_of(host, a.port)?;
             let timeout = Duration::from_secs(a.connect_timeout);
             let (link, port) = CmLink::connect(addr, a.gid_index, tos, timeout, attention)?;
