@@ -1004,3 +1004,57 @@ fn an_rdma_cm_client_without_its_device_says_so() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn man_pages_and_completions_come_from_the_flags() {
+    let dir = std::env::temp_dir().join(format!("rdma-bench-man-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(RDMA_BENCH)
+        .args(["man", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("wrote {} man pages into {}\n", pages.len(), dir.display())
+    );
+    for want in [
+        "rdma-bench.1",
+        "rdma-bench-write-bw.1",
+        "rdma-bench-history-check.1",
+        "herd.1",
+        "rw-tput-sender.1",
+    ] {
+        assert!(pages.iter().any(|p| p == want), "{want} not in {pages:?}");
+    }
+    // The page says what --help says: write-bw's lists -b and not the atomic type it refuses.
+    let write_bw = std::fs::read_to_string(dir.join("rdma-bench-write-bw.1")).unwrap();
+    assert!(write_bw.contains("bidirectional") && !write_bw.contains("atomic_type"));
+    let herd = std::fs::read_to_string(dir.join("herd.1")).unwrap();
+    assert!(
+        herd.contains("num\\-workers") || herd.contains("num-workers"),
+        "{herd}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // Completions: rdma-bench's script on stdout, every binary's with --out.
+    let out = Command::new(RDMA_BENCH)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && script.contains("write-bw") && script.contains("complete -F"));
+    let out = Command::new(RDMA_BENCH)
+        .args(["completions", "zsh", "--out", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(dir.join("_rdma-bench").exists() && dir.join("_rw-tput-sender").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (code, err) = refuse(RDMA_BENCH, &["completions", "tcsh"]);
+    assert_eq!(code, 2, "{err}");
+}

@@ -2,7 +2,7 @@
 //! subcommand each.
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use rdma_bench::perf::{self, args::PerfArgs, Tool};
-use rdma_bench::tools::{compare, doctor, fleet, history, list, plot, sweep};
+use rdma_bench::tools::{compare, doctor, fleet, history, list, man, plot, sweep};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -72,14 +72,22 @@ enum Command {
     /// mica/test.c workload or HERD's GET/PUT mix, on one core or N threads, Mops per pass
     #[command(name = "kv-bench")]
     KvBench(rdma_bench::kv::bench::KvBenchArgs),
+    /// Man pages of rdma-bench, its subcommands and every benchmark binary, into DIR
+    Man(man::ManArgs),
+    /// Shell completion script of rdma-bench (or, with --out DIR, of every binary)
+    Completions(man::CompletionsArgs),
 }
 
-/// The command line, each perftest tool's help listing only the flags that tool takes.
-fn parse_cli() -> Cli {
-    let cmd = Tool::ALL.into_iter().fold(Cli::command(), |c, t| {
+/// The command line, each perftest tool's help listing only the flags that tool takes (as
+/// `--help`, the man pages and the completions all show it).
+fn cli_command() -> clap::Command {
+    Tool::ALL.into_iter().fold(Cli::command(), |c, t| {
         c.mut_subcommand(t.name(), |sc| perf::args::help_for(t, sc))
-    });
-    Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit())
+    })
+}
+
+fn parse_cli() -> Cli {
+    Cli::from_arg_matches(&cli_command().get_matches()).unwrap_or_else(|e| e.exit())
 }
 
 fn main() {
@@ -89,7 +97,16 @@ fn main() {
     let name = if sub.is_empty()
         || (tool.is_none()
             && ![
-                "doctor", "sweep", "plot", "compare", "list", "fleet", "history", "kv-bench",
+                "doctor",
+                "sweep",
+                "plot",
+                "compare",
+                "list",
+                "fleet",
+                "history",
+                "kv-bench",
+                "man",
+                "completions",
             ]
             .contains(&sub.as_str()))
     {
@@ -129,6 +146,8 @@ fn main() {
         Command::History(a) => history::run(a),
         Command::List(a) => list::run(a),
         Command::KvBench(a) => rdma_bench::kv::bench::run(a),
+        Command::Man(a) => man::man(&a, cli_command()).map(|_| ()),
+        Command::Completions(a) => man::completions(&a, cli_command()),
     });
     if let Err(e) = result {
         eprintln!("{name}: {e}");
