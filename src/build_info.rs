@@ -1,5 +1,5 @@
 //! What this build of rdma-bench was compiled against: which optional parts of rdma-core its
-//! headers offered (build.rs probes them, see README "Portability") and where they came from.
+//! headers offered (build.rs probes them, see docs/portability.md) and where they came from.
 //! For reports such as `rdma-bench doctor`; nothing here touches a device.
 
 /// The extended post API (`ibv_wr_start … ibv_wr_complete`, `struct ibv_qp_ex`; rdma-core ≥ v24).

@@ -2,7 +2,7 @@
 //! a SRC_DIR of the wrong layout is refused in one line with exit 2 before anything is built,
 //! `--help` explains, and bench_scripts/original-gid.patch stays the small, documented patch it
 //! claims to be. The end-to-end run (build, testbed, table) needs the user's checkout and is run
-//! by hand (see README, "Against the original C suite").
+//! by hand (see docs/workflow.md, "Against the original C suite").
 
 use std::path::PathBuf;
 use std::process::Command;

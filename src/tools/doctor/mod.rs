@@ -135,7 +135,7 @@ fn build() -> Finding {
             "build",
             format!("{text}; not available: {}", off.join("; ")),
             Some(
-                "rebuild against rdma-core >= v32 with librdmacm (see README, Portability)".into(),
+                "rebuild against rdma-core >= v32 with librdmacm (see docs/portability.md)".into(),
             ),
         )
     }
