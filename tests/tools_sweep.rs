@@ -387,22 +387,7 @@ fn another_command_never_resumes_a_sweeps_runs() {
     assert_eq!(sweep(&d, &flags).status.code(), Some(0));
     // The same --out and parameters, another command: refused before anything runs.
     std::fs::remove_file(d.path("log")).unwrap();
-    let o = Command::new(BIN)
-        .arg("sweep")
-        .args(flags)
-        .args(["--out", &d.path("s"), "--label", "syn", "--"])
-        .args([
-            "sh",
-            "-c",
-            SCRIPT,
-            "sh",
-            &d.path("log"),
-            "{a}",
-            "{b}",
-            "extra",
-        ])
-        .output()
-        .unwrap();
+    let o = sweep_cmd(&d, &flags).arg("extra").output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     let err = text(&o.stderr);
     assert!(

@@ -36,19 +36,14 @@ pub(super) fn cm_channel(
             // Without the device RDMA CM would fail in its event channel and blame rdma_ucm.
             let devices = crate::verbs::devices()?;
             if devices.is_empty() {
-                return Err(Error::config(
-                    "-R: there is no RDMA device on this host (ibv_devices lists none)",
-                ));
+                return Err(no_device());
             }
             if let Some(d) = a
                 .ib_dev
                 .as_deref()
                 .filter(|d| !devices.iter().any(|n| n == d))
             {
-                return Err(Error::config(format!(
-                    "no RDMA device named '{d}' (devices: {})",
-                    devices.join(", ")
-                )));
+                return Err(crate::verbs::unknown_device(d, &devices));
             }
             let addr = super::channel::ipv4_of(host, a.port)?;
             let timeout = Duration::from_secs(a.connect_timeout);
@@ -83,6 +78,12 @@ pub(super) fn cm_channel(
     Ok((channel, port))
 }
 
+/// `-R` on a host whose libibverbs lists no device.
+#[cfg(has_rdmacm)]
+fn no_device() -> Error {
+    Error::config("-R: there is no RDMA device on this host (ibv_devices lists none)")
+}
+
 /// The ACTIVE ports (of `device`, or of every device) with an IPv4 address (RoCE/IB: an
 /// IPv4-mapped GID; iWARP: its netdev's), with that address: where an RDMA CM client can reach
 /// this side. Refused when there is none.
@@ -94,9 +95,7 @@ fn ipv4_ports(device: Option<&str>) -> Result<Vec<(String, std::net::Ipv4Addr)>>
         None => crate::verbs::devices()?,
     };
     if names.is_empty() {
-        return Err(Error::config(
-            "-R: there is no RDMA device on this host (ibv_devices lists none)",
-        ));
+        return Err(no_device());
     }
     let mut found = Vec::new();
     for name in &names {

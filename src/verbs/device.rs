@@ -50,6 +50,18 @@ fn device_name(dev: *mut sys::ibv_device) -> String {
         .into_owned()
 }
 
+/// The refusal of a device name that libibverbs does not list (`names`: what it lists).
+pub(crate) fn unknown_device(name: &str, names: &[String]) -> Error {
+    Error::config(format!(
+        "no RDMA device named '{name}' (devices: {})",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
 impl Context {
     /// Opens the device called `name` (as `ibv_devices` lists it).
     pub fn open(name: &str) -> Result<Arc<Context>> {
@@ -60,14 +72,7 @@ impl Context {
                 .find(|&d| device_name(d) == name)
                 .ok_or_else(|| {
                     let names: Vec<String> = devs.iter().map(|&d| device_name(d)).collect();
-                    Error::config(format!(
-                        "no RDMA device named '{name}' (devices: {})",
-                        if names.is_empty() {
-                            "none".to_string()
-                        } else {
-                            names.join(", ")
-                        }
-                    ))
+                    unknown_device(name, &names)
                 })?;
             Self::open_raw(dev)
         })

@@ -33,6 +33,8 @@ mod wr;
 pub use crate::error::WcStatus;
 pub use ah::AddressHandle;
 pub use cq::{wait_any, CompletionQueue, WorkCompletion};
+#[cfg(has_rdmacm)]
+pub(crate) use device::unknown_device;
 pub use device::{devices, Context, Gid, LinkLayer, PortAttr, PortState};
 pub use mr::{Access, MemoryRegion};
 pub use op::Op;
