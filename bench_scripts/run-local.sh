@@ -25,8 +25,10 @@ root=$(dirname "$here")
 usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # wait_roles: waits for the processes in `pids` (named in `role_of`). The first one to fail
-# stops the others at once (SIGINT: they print what they have and leave) instead of leaving
-# them to wait out their connect timeout for a peer that is gone; returns that failure's code.
+# stops the others at once instead of leaving them to wait out their connect timeout for a peer
+# that is gone; returns that failure's code. The stop is SIGTERM, which every role handles as a
+# Ctrl-C (it prints what it has and leaves): SIGINT would be lost on a role that has not yet
+# installed its handler, because a non-interactive shell starts background jobs with SIGINT ignored.
 declare -A role_of=()
 wait_roles() {
   local rc=0 code done_pid p live=("${pids[@]}") next
@@ -46,7 +48,7 @@ wait_roles() {
       rc=$code
       if [ ${#live[@]} -gt 0 ]; then
         echo "run-local.sh: the ${role_of[$done_pid]:-role} exited $code; stopping the other roles" >&2
-        kill -INT "${live[@]}" 2>/dev/null || true
+        kill -TERM "${live[@]}" 2>/dev/null || true
       fi
     fi
   done
@@ -96,7 +98,7 @@ case $bench in
     tmp=$(mktemp -d)
     pids=()
     trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-    trap 'kill -INT "${pids[@]}" 2>/dev/null || true' INT TERM
+    trap 'kill -TERM "${pids[@]}" 2>/dev/null || true' INT TERM
     jflags() { [ $json = 1 ] && echo "--out_json --out_json_file $tmp/$1.json"; }
     # shellcheck disable=SC2046
     "$bin" "$bench" "${flags[@]}" -p "$port" $(jflags server) > >(sed -u 's/^/[server] /') 2> >(sed -u 's/^/[server] /' >&2) &
@@ -156,7 +158,7 @@ pids=()
 mc=""
 cleanup() { kill "${pids[@]}" $mc 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT
-trap 'kill -INT "${pids[@]}" 2>/dev/null || true' INT TERM
+trap 'kill -TERM "${pids[@]}" 2>/dev/null || true' INT TERM
 for _ in $(seq 20); do
   port=$((20000 + RANDOM % 40000))
   port_free "$port" || continue
