@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 #[path = "common/perftest_pair.rs"]
 mod perftest_pair;
 
+#[path = "device_perf/flags.rs"]
+mod flags;
+
 use perftest_pair::{check_bw, check_lat, env, next_port, table, wait, On, Who, BW_HEADER};
 
 /// `perftest_pair::command` on the testbed's device.

@@ -2,10 +2,12 @@
 //! behind (SysV segments are removed on drop and on SIGINT/SIGTERM).
 
 mod anon;
+mod file;
 mod numa;
 mod shm;
 
 pub use anon::HugeBuffer;
+pub use file::FileBuffer;
 pub use numa::{node_free_hugepages, numa_nodes};
 pub use shm::{live_segments, release_all_segments, ShmBuffer};
 

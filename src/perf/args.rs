@@ -170,6 +170,61 @@ pub struct PerfArgs {
     /// port's sysfs directory, e.g. "counters/port_xmit_data,hw_counters/out_of_buffer")
     #[arg(short = 'W', long = "report-counters", value_name = "LIST")]
     pub report_counters: Option<String>,
+    /// RECVs posted per ibv_post_recv, chained (send-bw's receiver; BW tests)
+    #[arg(long = "recv_post_list", value_name = "N", value_parser = parse_number)]
+    pub recv_post_list: Option<u64>,
+    /// Print only one number per size: bandwidth or message_rate (BW tests), latency (the average,
+    /// latency tests); no banner, information block, addresses or table headers
+    #[arg(long = "output", value_name = "bandwidth|message_rate|latency")]
+    pub output: Option<String>,
+    /// Fail (exit 1) when the average bandwidth is below this (MB/s, or Gb/s with --report_gbits)
+    #[arg(short = 'w', long = "limit_bw", value_name = "BW", value_parser = parse_limit)]
+    pub limit_bw: Option<f64>,
+    /// Fail (exit 1) when the message rate is below this (Mpps)
+    #[arg(short = 'y', long = "limit_msgrate", value_name = "MPPS", value_parser = parse_limit)]
+    pub limit_msgrate: Option<f64>,
+    /// Seconds to wait after the test before the QPs, CQs and MRs are released
+    #[arg(long = "wait_destroy", value_name = "SECS", value_parser = parse_number)]
+    pub wait_destroy: Option<u64>,
+    /// Microseconds to wait before each ping (latency tests; the gap is part of the reported
+    /// latency, as perftest's)
+    #[arg(long = "latency_gap", value_name = "USECS", value_parser = parse_number)]
+    pub latency_gap: Option<u64>,
+    /// Post with ibv_post_send (rdma-bench's tools always do; perftest uses ibv_wr_* on mlx5 and
+    /// EFA unless given this)
+    #[arg(long = "use_old_post_send")]
+    pub use_old_post_send: bool,
+    /// Prefer an IPv6 GID (not IPv4-mapped) when picking the source GID (no effect with -x)
+    #[arg(long = "ipv6")]
+    pub ipv6: bool,
+    /// Take the port's link layer as IB or Ethernet (Ethernet on an IB port: GRH addressing, as
+    /// -x 0)
+    #[arg(long = "force-link", value_name = "IB|Ethernet")]
+    pub force_link: Option<String>,
+    /// Destination LID of every QP's path instead of the peer's (InfiniBand)
+    #[arg(long = "dlid", value_name = "LID", value_parser = parse_number)]
+    pub dlid: Option<u64>,
+    /// Register the buffers with on-demand paging (the device must support ODP for the test's
+    /// transport and verbs)
+    #[arg(long = "odp")]
+    pub odp: bool,
+    /// Register the buffers without PCIe relaxed ordering (rdma-bench never asks for it: its
+    /// information block says "PCIe relax order: OFF" either way)
+    #[arg(long = "disable_pcie_relaxed")]
+    pub disable_pcie_relaxed: bool,
+    /// Accepted and ignored, as perftest 4.5 ignores it (it has no effect there either)
+    #[arg(long = "inline_recv", value_name = "SIZE", value_parser = parse_number)]
+    pub inline_recv: Option<u64>,
+    /// Skip the exchange of versions, page/cache-line sizes and MTU (both sides must): each side
+    /// assumes the peer's are its own
+    #[arg(long = "dont_xchg_versions")]
+    pub dont_xchg_versions: bool,
+    /// Buffers in this file, mapped shared (its contents are overwritten, as perftest does)
+    #[arg(long = "mmap", value_name = "FILE")]
+    pub mmap: Option<String>,
+    /// Byte offset of the --mmap mapping in the file (a multiple of the page size)
+    #[arg(long = "mmap-offset", value_name = "OFFSET", value_parser = parse_number)]
+    pub mmap_offset: Option<u64>,
     /// Not a perftest flag: how much each class of the fabric's counters may move before the
     /// result is questionable (CLASS=N or CLASS=off, comma-separated; classes: retransmission,
     /// rnr, congestion, link, fatal, other)
@@ -188,6 +243,14 @@ pub fn parse_number(s: &str) -> std::result::Result<u64, String> {
         t.parse()
     };
     parsed.map_err(|_| format!("{s:?} is not a non-negative integer"))
+}
+
+/// -w and -y: a non-negative number.
+fn parse_limit(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("{s:?} is not a non-negative number")),
+    }
 }
 
 /// The flags `tool` always refuses (see `settings::combinations`), by argument id: its help
@@ -254,36 +317,30 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('g'), "mcg", "multicast"),
     (Some('M'), "MGID", "multicast"),
     (Some('O'), "dualport", "dual-port mode"),
-    (Some('w'), "limit_bw", "bandwidth limits"),
-    (Some('y'), "limit_msgrate", "message-rate limits"),
     (Some('B'), "source_mac", "raw Ethernet"),
     (Some('E'), "dest_mac", "raw Ethernet"),
     (Some('J'), "dest_ip", "raw Ethernet"),
-    (Some('j'), "source_ip", "raw Ethernet"),
+    (
+        Some('j'),
+        "source_ip",
+        "binding the connection's source address",
+    ),
     (Some('K'), "dest_port", "raw Ethernet"),
     (Some('k'), "source_port", "raw Ethernet"),
     (Some('Z'), "server", "raw Ethernet"),
     (Some('P'), "client", "raw Ethernet"),
     (Some('v'), "mac_fwd", "raw Ethernet"),
-    (None, "dont_xchg_versions", "skipping the version exchange"),
     (None, "use-srq", "SRQs"),
     (None, "reversed", "reversed roles"),
-    (None, "odp", "on-demand paging"),
     (None, "mr_per_qp", "one MR per QP"),
     (None, "report-per-port", "per-port reports"),
-    (None, "use_old_post_send", "choosing the post API"),
     (None, "use_rss", "raw Ethernet"),
     (None, "ethertype", "raw Ethernet"),
-    (None, "force-link", "forcing the link layer"),
-    (None, "ipv6", "IPv6 GIDs"),
-    (None, "inline_recv", "inline receives"),
-    (None, "dlid", "a fixed DLID"),
-    (None, "recv_post_list", "receive post lists"),
-    (None, "latency_gap", "latency gaps"),
-    (None, "mmap", "mmap'd buffers"),
     (None, "rate_limit", "rate limiting"),
     (None, "burst_size", "rate limiting"),
-    (None, "output", "reduced output"),
+    (None, "rate_limit_type", "rate limiting"),
+    (None, "rate_units", "rate limiting"),
+    (None, "typical_pkt_size", "rate limiting"),
     (None, "use_cuda", "GPU memory"),
     (None, "use_rocm", "GPU memory"),
 ];

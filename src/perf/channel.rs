@@ -292,6 +292,11 @@ impl Channel {
         Ok(())
     }
 
+    /// `--dont_xchg_versions`: no versions are exchanged; the peer is taken to speak ours.
+    pub fn assume_own_version(&mut self) {
+        self.peer_version = leading_number(PROTOCOL_VERSION);
+    }
+
     /// Page size and cache-line size (perftest's `check_sys_data`); both sides keep the larger.
     pub fn exchange_sys_data(&mut self, cycle_buffer: u32, cache_line: u32) -> Result<(u32, u32)> {
         if self.peer_version < 5.32 {

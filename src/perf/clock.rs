@@ -30,6 +30,19 @@ pub fn now() -> Stamp {
     CycleClock::stamp_now()
 }
 
+/// `us` microseconds in ticks.
+pub fn ticks_of_us(us: u64) -> u64 {
+    (us as f64 * ticks_per_us()) as u64
+}
+
+/// Busy-waits `ticks` (perftest's `--latency_gap` spin on the cycle counter).
+pub fn spin(ticks: u64) {
+    let start = now();
+    while now().wrapping_sub(start) < ticks {
+        std::hint::spin_loop();
+    }
+}
+
 /// `secs` seconds in ticks.
 pub fn ticks(secs: u64) -> u64 {
     (secs as f64 * 1e6 * ticks_per_us()) as u64

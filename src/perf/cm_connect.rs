@@ -59,7 +59,9 @@ pub(super) fn cm_channel(
                 .map(|(port, ip)| format!("{ip} ({port})"))
                 .collect();
             eprintln!("RDMA CM listens on port {}: {}", a.port, at.join(", "));
-            println!("{WAITING_BANNER}");
+            if a.output.is_none() {
+                println!("{WAITING_BANNER}");
+            }
             let (link, port) = CmLink::accept(a.port, a.gid_index, attention)?;
             (
                 Channel::over_cm(link, false, "the RDMA CM client".into()),

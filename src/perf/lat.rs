@@ -72,6 +72,7 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
     let qp = &mut s.qps[0];
     let cq = std::sync::Arc::clone(qp.send_cq());
     let attention = s.attention;
+    let gap = clock::ticks_of_us(s.settings.latency_gap_us);
     let mut guard = stall(attention, STALL, false);
     while scnt < iters || ccnt < iters || rcnt < iters || dur {
         if !clk.running() || attention.stop_requested() {
@@ -90,6 +91,10 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
             guard.progress();
         }
         if scnt < iters || dur {
+            // --latency_gap: before the stamp, so the gap is in the sample, as perftest's.
+            if gap != 0 {
+                clock::spin(gap);
+            }
             if !dur {
                 posts.push(clock::now());
             }
@@ -131,8 +136,12 @@ pub fn read_round_trips(s: &mut Session, size: u64) -> Result<LatRun> {
     let cq = std::sync::Arc::clone(qp.send_cq());
     let attention = s.attention;
     let mut guard = stall(attention, STALL, s.settings.events.is_some());
+    let gap = clock::ticks_of_us(s.settings.latency_gap_us);
     let mut scnt = 0u64;
     while (scnt < iters || dur) && clk.running() && !attention.stop_requested() {
+        if gap != 0 {
+            clock::spin(gap);
+        }
         if !dur {
             posts.push(clock::now());
         }
@@ -168,6 +177,7 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
     let mut wc = [WorkCompletion::default()];
     let attention = s.attention;
     let mut guard = stall(attention, STALL, s.settings.events.is_some());
+    let gap = clock::ticks_of_us(s.settings.latency_gap_us);
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     while scnt < iters || rcnt < iters || dur {
         if !clk.running() || attention.stop_requested() {
@@ -192,6 +202,9 @@ pub fn send_ping_pong(s: &mut Session, size: u64, recv: &mut RecvBatch) -> Resul
             }
         }
         if scnt < iters || dur {
+            if gap != 0 {
+                clock::spin(gap);
+            }
             if !dur {
                 posts.push(clock::now());
             }

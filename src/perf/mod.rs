@@ -14,6 +14,7 @@ mod credits;
 pub mod keys;
 pub mod lat;
 pub mod layout;
+mod print;
 mod provider;
 pub mod qos;
 pub mod receives;

@@ -1,14 +1,17 @@
 //! What a device's provider allows a perftest tool, checked before any QP is made or peer
-//! bothered: iWARP's rules (RDMA CM only, RC only), atomics, and the READ sink's access.
+//! bothered: iWARP's rules (RDMA CM only, RC only), atomics, ODP, and the READ sink's access.
 
 use super::args::PerfArgs;
 use super::settings::Settings;
 use super::Verb;
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
-use crate::verbs::{Access, Context, QpType};
+use crate::mem::{HugeBuffer, HugePolicy, Placement};
+use crate::verbs::{Access, Context, MemoryRegion, ProtectionDomain, QpType};
 
 /// Refuses a tool the device cannot run, in one line naming the flag and the capability.
-pub(super) fn check_device(ctx: &Context, settings: &Settings, a: &PerfArgs) -> Result<()> {
+pub(super) fn check_device(ctx: &Arc<Context>, settings: &Settings, a: &PerfArgs) -> Result<()> {
     let name = ctx.name();
     if ctx.is_iwarp() {
         if !a.rdma_cm {
@@ -36,7 +39,31 @@ pub(super) fn check_device(ctx: &Context, settings: &Settings, a: &PerfArgs) -> 
             settings.tool.name()
         )));
     }
+    if settings.odp {
+        // One page registered on demand, before any peer is reached.
+        let pd = ProtectionDomain::new(ctx)?;
+        let page = HugeBuffer::new(
+            4096,
+            Placement {
+                huge: HugePolicy::Off,
+                numa_node: None,
+            },
+        )?;
+        let access = mr_access(ctx, settings.tool.verb) | Access::ON_DEMAND;
+        MemoryRegion::register(&pd, page, access).map_err(|e| odp_refusal(ctx, e))?;
+    }
     Ok(())
+}
+
+/// A registration with `--odp` that `ctx` refused: the capability it lacks, in one line.
+pub(super) fn odp_refusal(ctx: &Context, e: Error) -> Error {
+    match e.errno() {
+        Some(libc::EOPNOTSUPP | libc::EINVAL) => Error::config(format!(
+            "--odp: {} does not support on-demand paging (ibv_reg_mr with IBV_ACCESS_ON_DEMAND: {e})",
+            ctx.name()
+        )),
+        _ => e,
+    }
 }
 
 /// The MR's access for `verb` on `ctx`: an iWARP READ's sink is written by the responder (a

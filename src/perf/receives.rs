@@ -24,6 +24,10 @@ pub struct Receives {
     posted: Vec<u64>,
     /// Per QP, RECVs on the queue now.
     queued: Vec<u64>,
+    /// Per QP, RECVs consumed and not yet reposted (they go back `chain` at a time).
+    due: Vec<u64>,
+    /// RECVs per ibv_post_recv (`--recv_post_list`).
+    chain: u64,
     qpns: Vec<u32>,
     cq: Arc<CompletionQueue>,
     wcs: [WorkCompletion; POLL_BATCH],
@@ -41,14 +45,17 @@ impl Receives {
     /// size, so that a RECV a lost SEND (UC, UD) left posted fits any later size of a sweep.
     pub fn new(s: &mut Session) -> Result<Receives> {
         let nq = s.qps.len();
+        let chain = s.settings.recv_post_list;
         let mut batches = Vec::with_capacity(nq);
         for q in 0..nq {
-            batches.push(s.recv_batch(q, s.settings.alloc_size)?);
+            batches.push(s.recv_chain(q, s.settings.alloc_size, chain as usize)?);
         }
         Ok(Receives {
             batches,
             posted: vec![0; nq],
             queued: vec![0; nq],
+            due: vec![0; nq],
+            chain: u64::from(chain),
             qpns: s.qps.iter().map(|q| q.qp_num()).collect(),
             cq: Arc::clone(s.qps[0].recv_cq()),
             wcs: [WorkCompletion::default(); POLL_BATCH],
@@ -61,14 +68,17 @@ impl Receives {
     }
 
     /// Before a size's handshake (perftest's ctx_set_recv_wqes): fills every QP's receive
-    /// queue to `rx_depth` RECVs, counting any a lost SEND left there, and restarts the counts.
+    /// queue with chains of RECVs up to `rx_depth`, counting any a lost SEND left there, and
+    /// restarts the counts.
     pub fn begin_size(&mut self, s: &mut Session) -> Result<()> {
+        let chain = self.chain as usize;
         for q in 0..self.batches.len() {
-            for _ in self.queued[q]..self.rx_depth {
-                self.batches[q].post(&mut s.qps[q], 1)?;
+            while self.queued[q] + self.chain <= self.rx_depth {
+                self.batches[q].post(&mut s.qps[q], chain)?;
+                self.queued[q] += self.chain;
             }
-            self.queued[q] = self.queued[q].max(self.rx_depth);
             self.posted[q] = self.queued[q];
+            self.due[q] = 0;
         }
         self.rcnt = 0;
         self.quiet.progress();
@@ -96,9 +106,13 @@ impl Receives {
                     .unwrap_or(0);
                 self.queued[q] -= 1;
                 if self.iters.is_none_or(|i| self.posted[q] < i) {
-                    self.batches[q].post(&mut s.qps[q], 1)?;
-                    self.posted[q] += 1;
-                    self.queued[q] += 1;
+                    self.due[q] += 1;
+                    if self.due[q] == self.chain {
+                        self.batches[q].post(&mut s.qps[q], self.chain as usize)?;
+                        self.posted[q] += self.chain;
+                        self.queued[q] += self.chain;
+                        self.due[q] = 0;
+                    }
                 }
                 if let Some(c) = s.credits.as_mut() {
                     c.taken(q, &mut s.qps[q], PollTimeout::new(s.attention))?;

@@ -6,10 +6,11 @@ use super::bw::{post_side, warm_up};
 use super::channel::{BwReport, Wait};
 use super::clock;
 use super::lat::{read_round_trips, send_ping_pong, send_receives, write_ping_pong, LatRun};
+use super::print::Printer;
 use super::receives::{receive_side, Receives};
 use super::report::{
-    bw_json, bw_row, json_document, lat_duration_json, lat_duration_row, lat_json, lat_row,
-    BW_HEADER, BW_HEADER_GBITS, CPU_HEADER, LAT_DURATION_HEADER, LAT_HEADER, RESULT_LINE,
+    bw_json, json_document, lat_duration_json, lat_json, CPU_HEADER, LAT_DURATION_HEADER,
+    LAT_HEADER, RESULT_LINE,
 };
 use super::session::Session;
 use super::settings::Length;
@@ -25,6 +26,16 @@ use crate::stats::JsonObject;
 pub fn run(tool: Tool, a: PerfArgs) -> Result<()> {
     // Bad combinations are refused before anything is made or timed.
     let settings = super::settings::Settings::resolve(tool, &a)?;
+    if a.perform_warm_up && !settings.warm_up {
+        eprintln!(
+            "note: --perform_warm_up has no effect in {} (perftest warms up the write, read and \
+             atomic BW tests only, and ignores it elsewhere too)",
+            tool.name()
+        );
+    }
+    if a.inline_recv.is_some() {
+        eprintln!("note: --inline_recv has no effect (perftest 4.5 parses it and ignores it too)");
+    }
     let attention = install_stop_signals()?;
     if settings.cpu_util {
         super::cpu::enable();
@@ -33,17 +44,23 @@ pub fn run(tool: Tool, a: PerfArgs) -> Result<()> {
     clock::ticks_per_us();
     let mut s = Session::open(settings, &a, attention)?;
     let mut rows = Vec::new();
+    let mut p = Printer::of(&s.settings);
     match (tool.verb, tool.test) {
-        (Verb::Send, Test::Bw) => send_bw(&mut s, &mut rows)?,
-        (_, Test::Bw) => one_sided_bw(&mut s, &mut rows)?,
-        (Verb::Write, Test::Lat) => write_lat(&mut s, &mut rows)?,
-        (Verb::Send, Test::Lat) => send_lat(&mut s, &mut rows)?,
-        (_, Test::Lat) => read_lat(&mut s, &mut rows)?,
+        (Verb::Send, Test::Bw) => send_bw(&mut s, &mut rows, &mut p)?,
+        (_, Test::Bw) => one_sided_bw(&mut s, &mut rows, &mut p)?,
+        (Verb::Write, Test::Lat) => write_lat(&mut s, &mut rows, &p)?,
+        (Verb::Send, Test::Lat) => send_lat(&mut s, &mut rows, &p)?,
+        (_, Test::Lat) => read_lat(&mut s, &mut rows, &p)?,
     }
     // What the fabric counted meanwhile: one line under the table, and the JSON's verdict.
     let verdict = s.watch.finish();
     for r in &verdict.reports {
-        println!("{}", r.line());
+        // With --output stdout is the numbers alone, for scripts.
+        if p.full() {
+            println!("{}", r.line());
+        } else {
+            eprintln!("{}", r.line());
+        }
     }
     if let Some(path) = &s.settings.json_file {
         if !rows.is_empty() {
@@ -52,24 +69,36 @@ pub fn run(tool: Tool, a: PerfArgs) -> Result<()> {
                 .map_err(|e| Error::config(format!("cannot write {path}: {e}")))?;
         }
     }
+    if s.settings.wait_destroy > 0 {
+        println!(
+            " Waiting {} seconds before releasing resources...",
+            s.settings.wait_destroy
+        );
+        // In short naps, so that a Ctrl-C ends the wait.
+        let until =
+            std::time::Instant::now() + std::time::Duration::from_secs(s.settings.wait_destroy);
+        while std::time::Instant::now() < until && !attention.stop_requested() {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
     if attention.stop_requested() {
         return Err(Error::Stopped(
             "stopped by a signal; the table holds what was measured".into(),
         ));
     }
+    // perftest's passive write/read/atomic servers print the client's row but judge nothing.
+    let st = &s.settings;
+    if st.is_client || tool.verb == Verb::Send || st.duplex {
+        p.check_limits(st)?;
+    }
     Ok(())
 }
 
-fn bw_header(s: &Session) {
+fn bw_header(s: &Session, p: &Printer) {
     let st = &s.settings;
     // A passive server prints the client's row, which carries no CPU figure.
     let cpu = st.cpu_util && (st.is_client || st.tool.verb == Verb::Send || st.duplex);
-    println!("{RESULT_LINE}");
-    println!(
-        "{}{}",
-        if st.gbits { BW_HEADER_GBITS } else { BW_HEADER },
-        if cpu { CPU_HEADER } else { "" }
-    );
+    p.bw_header(if cpu { CPU_HEADER } else { "" });
 }
 
 fn report_of(r: &BwRow) -> BwReport {
@@ -95,28 +124,27 @@ fn row_of(r: &BwReport) -> BwRow {
 }
 
 /// write-bw, read-bw, atomic-bw: the client posts, the server waits for its report.
-fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>, p: &mut Printer) -> Result<()> {
     s.exchange_keys()?;
     s.connect()?;
     s.print_addresses(false);
     s.exchange_keys()?;
     s.print_addresses(true);
     s.sync(Wait::Setup)?;
-    bw_header(s);
-    let gbits = s.settings.gbits;
+    bw_header(s, p);
     if s.settings.duplex {
-        return duplex_bw(s, rows);
+        return duplex_bw(s, rows, p);
     }
     if !s.settings.is_client {
         // Passive: the client's WRs land in our memory; its report is what we print.
         s.sync(Wait::Test)?;
         let r = row_of(&s.channel.exchange_bw_report(&BwReport::default())?);
-        println!("{}", bw_row(&r, gbits));
+        p.bw(&r);
         print_named(&mut s.named);
         rows.push(bw_json(&r));
         let mine = s.my[0];
         s.channel.close(&mine, s.with_gid)?;
-        println!("{RESULT_LINE}");
+        p.decoration(RESULT_LINE);
         return Ok(());
     }
     let mut last = BwRow::default();
@@ -128,11 +156,11 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         }
         let infinite = s.settings.infinite;
         let r = post_side(s, size, None, |r| {
-            println!("{}", bw_row(r, gbits));
+            p.bw(r);
             print_named(&mut named);
         })?;
         if !infinite {
-            println!("{}", bw_row(&r, gbits));
+            p.bw(&r);
             print_named(&mut named);
         }
         rows.push(bw_json(&r));
@@ -142,7 +170,7 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         }
     }
     s.named = named;
-    println!("{RESULT_LINE}");
+    p.decoration(RESULT_LINE);
     s.sync(Wait::Setup)?;
     s.channel.exchange_bw_report(&report_of(&last))?;
     let mine = s.my[0];
@@ -152,8 +180,7 @@ fn one_sided_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
 /// `-b`: both sides post (send-bw: and receive), meeting before each size (and after it in a
 /// sweep), and each prints the sum of both directions, as perftest; a send-bw `-D` run prints
 /// each side's own row instead, as perftest's.
-fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
-    let gbits = s.settings.gbits;
+fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>, p: &mut Printer) -> Result<()> {
     let sweep = s.settings.sizes.len() > 1;
     let send = s.settings.tool.verb == Verb::Send;
     if s.settings.infinite {
@@ -163,12 +190,12 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         s.sync(Wait::Test)?;
         let mut named = s.named.take();
         let last = post_side(s, size, None, |r| {
-            println!("{}", bw_row(r, gbits));
+            p.bw(r);
             print_named(&mut named);
         })?;
         s.named = named;
         rows.push(bw_json(&last));
-        println!("{RESULT_LINE}");
+        p.decoration(RESULT_LINE);
         let mine = s.my[0];
         return s.channel.close(&mine, s.with_gid);
     }
@@ -187,7 +214,7 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
             s.sync(Wait::Test)?;
         }
         if send && s.settings.window().is_some() {
-            println!("{}", bw_row(&mine, gbits));
+            p.bw(&mine);
             print_named(&mut s.named);
             rows.push(bw_json(&mine));
             continue;
@@ -202,22 +229,24 @@ fn duplex_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
             msg_rate: mine.msg_rate + theirs.msg_rate,
             ..mine
         };
-        println!("{}", bw_row(&both, gbits));
+        p.bw(&both);
         print_named(&mut s.named);
         rows.push(bw_json(&both));
         if s.settings.report_both && !sweep {
+            // perftest prints these blocks whole, with --output too.
+            let mut whole = Printer::of(&s.settings).with_tables();
             for (label, r) in [("Local", &mine), ("Remote", &theirs)] {
                 println!("{RESULT_LINE}");
                 println!("\n {label} results: ");
-                bw_header(s);
-                println!("{}", bw_row(r, gbits));
+                bw_header(s, &whole);
+                whole.bw(r);
             }
         }
         if s.attention.stop_requested() {
             break;
         }
     }
-    println!("{RESULT_LINE}");
+    p.decoration(RESULT_LINE);
     let mine = s.my[0];
     s.channel.close(&mine, s.with_gid)
 }
@@ -235,19 +264,18 @@ fn send_setup(s: &mut Session) -> Result<()> {
 
 /// send-bw: both sides run (the server counts its RECVs) and both print their own row; with
 /// `--run_infinitely` both print a row per window.
-fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>, p: &mut Printer) -> Result<()> {
     send_setup(s)?;
-    bw_header(s);
+    bw_header(s, p);
     if s.settings.duplex {
-        return duplex_bw(s, rows);
+        return duplex_bw(s, rows, p);
     }
-    let gbits = s.settings.gbits;
     let sweep = s.settings.sizes.len() > 1;
     let infinite = s.settings.infinite;
     // -W's counters, out of the session while the loops have it.
     let mut named = s.named.take();
-    let print = |r: &BwRow, named: &mut Option<Named>| {
-        println!("{}", bw_row(r, gbits));
+    let mut print = |r: &BwRow, named: &mut Option<Named>| {
+        p.bw(r);
         print_named(named);
     };
     let mut rx = if s.settings.is_client {
@@ -279,7 +307,7 @@ fn send_bw(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         }
     }
     s.named = named;
-    println!("{RESULT_LINE}");
+    p.decoration(RESULT_LINE);
     let mine = s.my[0];
     s.channel.close(&mine, s.with_gid)
 }
@@ -294,7 +322,10 @@ fn print_named(named: &mut Option<Named>) {
     }
 }
 
-fn lat_header(s: &Session) {
+fn lat_header(s: &Session, p: &Printer) {
+    if !p.full() {
+        return;
+    }
     println!("{RESULT_LINE}");
     println!(
         "{}",
@@ -320,22 +351,22 @@ fn lat_setup(s: &mut Session) -> Result<()> {
 }
 
 /// write-lat: both sides ping-pong and print; no closing exchange (perftest has none).
-fn write_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+fn write_lat(s: &mut Session, rows: &mut Vec<JsonObject>, p: &Printer) -> Result<()> {
     lat_setup(s)?;
-    lat_header(s);
+    lat_header(s, p);
     for size in s.settings.sizes.clone() {
         let run = write_ping_pong(s, size)?;
-        lat_report(s, size, run, rows);
+        lat_report(s, size, run, rows, p);
         if s.attention.stop_requested() {
             break;
         }
     }
-    println!("{RESULT_LINE}");
+    p.decoration(RESULT_LINE);
     Ok(())
 }
 
 /// read-lat, atomic-lat: the client measures; the server only waits for it to finish.
-fn read_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+fn read_lat(s: &mut Session, rows: &mut Vec<JsonObject>, p: &Printer) -> Result<()> {
     lat_setup(s)?;
     let mine = s.my[0];
     if !s.settings.is_client {
@@ -343,36 +374,36 @@ fn read_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
         // The closing handshake waits for the client's, after its whole run.
         s.channel.hand_shake(&mine, with_gid, Wait::Test)?;
         s.channel.close_after_handshake()?;
-        println!("{RESULT_LINE}");
+        p.decoration(RESULT_LINE);
         return Ok(());
     }
-    lat_header(s);
+    lat_header(s, p);
     for size in s.settings.sizes.clone() {
         let run = read_round_trips(s, size)?;
-        lat_report(s, size, run, rows);
+        lat_report(s, size, run, rows, p);
         if s.attention.stop_requested() {
             break;
         }
     }
     s.channel.close(&mine, s.with_gid)?;
-    println!("{RESULT_LINE}");
+    p.decoration(RESULT_LINE);
     Ok(())
 }
 
 /// send-lat: both sides post their RECVs, meet, ping-pong (the client first) and print.
-fn send_lat(s: &mut Session, rows: &mut Vec<JsonObject>) -> Result<()> {
+fn send_lat(s: &mut Session, rows: &mut Vec<JsonObject>, p: &Printer) -> Result<()> {
     send_setup(s)?;
-    lat_header(s);
+    lat_header(s, p);
     for size in s.settings.sizes.clone() {
         let mut recv = send_receives(s, size)?;
         s.sync(Wait::Test)?;
         let run = send_ping_pong(s, size, &mut recv)?;
-        lat_report(s, size, run, rows);
+        lat_report(s, size, run, rows, p);
         if s.attention.stop_requested() {
             break;
         }
     }
-    println!("{RESULT_LINE}");
+    p.decoration(RESULT_LINE);
     let mine = s.my[0];
     s.channel.close(&mine, s.with_gid)
 }
@@ -400,7 +431,7 @@ fn c_g(v: f64) -> String {
 }
 
 /// Prints a latency row (and -U / -H samples) and keeps its JSON.
-fn lat_report(s: &mut Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject>) {
+fn lat_report(s: &mut Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject>, p: &Printer) {
     let st = &s.settings;
     let halve = matches!(st.tool.verb, Verb::Write | Verb::Send);
     let rtt = if halve { 2.0 } else { 1.0 };
@@ -415,7 +446,7 @@ fn lat_report(s: &mut Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject
         } else {
             0.0
         };
-        println!("{}", lat_duration_row(size, run.sampled, avg, tps, run.cpu));
+        p.lat_duration(size, run.sampled, avg, tps, run.cpu);
         print_named(&mut s.named);
         rows.push(lat_duration_json(size, run.sampled, avg, tps, run.cpu));
         return;
@@ -446,9 +477,9 @@ fn lat_report(s: &mut Session, size: u64, run: LatRun, rows: &mut Vec<JsonObject
         }
     }
     if st.unsorted || st.histogram {
-        lat_header(s);
+        lat_header(s, p);
     }
-    println!("{}", lat_row(size, iters, &stats));
+    p.lat(size, iters, &stats);
     print_named(&mut s.named);
     rows.push(lat_json(size, iters, &stats));
 }

@@ -19,9 +19,9 @@ use crate::control::Attention;
 use crate::counters::{Named, PortRef, Watch};
 use crate::error::{Error, Result};
 use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
-use crate::mem::{HugePolicy, Placement};
+use crate::mem::{FileBuffer, HugePolicy, Placement};
 use crate::verbs::{
-    AddressHandle, ConnectParams, Gid, MemoryRegion, Port, QpCaps, QpInfo, QpSpec, QpType,
+    Access, AddressHandle, ConnectParams, Gid, MemoryRegion, Port, QpCaps, QpInfo, QpSpec, QpType,
     QueuePair, Resources,
 };
 
@@ -75,6 +75,43 @@ pub struct Session {
     pub(super) cm_ud_ids: Vec<crate::verbs::cm::CmId>,
 }
 
+/// The test's one MR: on hugepages (`--use_hugepages`), or on the `--mmap` file's pages;
+/// registered on demand with `--odp`, which a device without ODP refuses.
+fn register_buffer(
+    res: &Resources,
+    settings: &Settings,
+    len: usize,
+    hugepages: bool,
+) -> Result<Arc<MemoryRegion>> {
+    let ctx = res.pd().context();
+    let mut access = super::provider::mr_access(ctx, settings.tool.verb);
+    if settings.odp {
+        access = access | Access::ON_DEMAND;
+    }
+    let registered = match &settings.mmap {
+        Some((file, offset)) => {
+            let buf = FileBuffer::map(std::path::Path::new(file), *offset, len)?;
+            res.register(buf, access)
+        }
+        None => {
+            let huge = if hugepages {
+                HugePolicy::Require
+            } else {
+                HugePolicy::Off
+            };
+            let place = Placement {
+                huge,
+                numa_node: None,
+            };
+            res.region(len, place, access)
+        }
+    };
+    match registered {
+        Err(e) if settings.odp => Err(super::provider::odp_refusal(ctx, e)),
+        r => r,
+    }
+}
+
 impl Session {
     /// Opens the device, reaches the peer, agrees on versions, page size and MTU, and makes the
     /// QPs and the MR; prints perftest's banner and information block on the way.
@@ -85,7 +122,7 @@ impl Session {
         let (port, mut channel) = if a.rdma_cm {
             // A -d that cannot run the tool is refused before the peer is reached.
             if let Some(d) = a.ib_dev.as_deref() {
-                check_device(&*crate::verbs::Context::open(d)?, &settings, a)?;
+                check_device(&crate::verbs::Context::open(d)?, &settings, a)?;
             }
             let (c, p) = cm_channel(a, settings.qos.tos, attention)?;
             (p, Some(c))
@@ -96,9 +133,26 @@ impl Session {
                 Some(d) => crate::verbs::Context::open(d)?,
                 None => crate::verbs::Context::open_first_active()?.0,
             };
-            (Port::open(&ctx, a.ib_port, a.gid_index)?, None)
+            let port = Port::open_preferring(&ctx, a.ib_port, a.gid_index, settings.prefer_ipv6)?;
+            (port, None)
+        };
+        // --force-link: an InfiniBand port may be addressed by GID (the GRH), a RoCE port only so.
+        let forced_gid = match (settings.force_link, port.is_roce()) {
+            (Some(super::settings::ForcedLink::Ib), true) => {
+                return Err(Error::config(format!(
+                    "--force-link IB: {} port {} is Ethernet (RoCE), whose QPs are addressed by \
+                     GID only",
+                    port.context().name(),
+                    port.num()
+                )))
+            }
+            (Some(super::settings::ForcedLink::Ethernet), false) => true,
+            _ => false,
         };
         check_device(port.context(), &settings, a)?;
+        if let Some((file, _)) = &settings.mmap {
+            FileBuffer::check(std::path::Path::new(file))?;
+        }
         let port = settings.qos.apply(port)?;
         if let Some(note) = port.gid_note() {
             // On stderr: stdout stays perftest's.
@@ -126,7 +180,7 @@ impl Session {
                 )));
             }
         }
-        let with_gid = port.addressed_by_gid() || a.gid_index.is_some();
+        let with_gid = port.addressed_by_gid() || a.gid_index.is_some() || forced_gid;
         let (vendor, part) = ctx.vendor_ids()?;
         let dev_reads = ctx.max_qp_rd_atom()?.clamp(1, 255);
         let mut notices = settings.notices.clone();
@@ -169,14 +223,22 @@ impl Session {
                 attention,
             )?,
             (None, None) => {
-                println!("{WAITING_BANNER}");
+                if settings.output.is_none() {
+                    println!("{WAITING_BANNER}");
+                }
                 Channel::accept(a.port, attention)?
             }
         };
-        channel.exchange_versions()?;
         let (page, line) = local_page_and_line();
-        let (cycle, line) = channel.exchange_sys_data(page, line)?;
-        let mtu = channel.exchange_mtu(local_mtu)?;
+        // --dont_xchg_versions: the peer (told the same) is taken to be like this side.
+        let (cycle, line, mtu) = if settings.exchange_versions {
+            channel.exchange_versions()?;
+            let (cycle, line) = channel.exchange_sys_data(page, line)?;
+            (cycle, line, channel.exchange_mtu(local_mtu)?)
+        } else {
+            channel.assume_own_version();
+            (page, line, local_mtu)
+        };
         if let Some(n) = settings.fit_ud_to_mtu(u64::from(mtu_bytes(mtu)))? {
             notices.push(n);
         }
@@ -230,16 +292,7 @@ impl Session {
             }
             qps.push(qp);
         }
-        let access = super::provider::mr_access(ctx, tool.verb);
-        let place = Placement {
-            huge: if a.use_hugepages {
-                HugePolicy::Require
-            } else {
-                HugePolicy::Off
-            },
-            numa_node: None,
-        };
-        let mr = res.region(geo.mr_len() as usize, place, access)?;
+        let mr = register_buffer(&res, &settings, geo.mr_len() as usize, a.use_hugepages)?;
         mr.fill(0);
         // iWARP: send-bw's SENDs are paced by perftest's credit words, whose keys the key
         // messages carry instead of the buffer's.
@@ -299,7 +352,9 @@ impl Session {
             println!("{}", super::report::RESULT_LINE);
             println!("{n}");
         }
-        println!("{}", s.info().block());
+        if s.settings.output.is_none() {
+            println!("{}", s.info().block());
+        }
         Ok(s)
     }
 
@@ -309,10 +364,9 @@ impl Session {
             settings: &self.settings,
             device: self.port.context().name(),
             mtu_bytes: mtu_bytes(self.mtu),
-            link: if self.port.is_roce() {
-                "Ethernet"
-            } else {
-                "IB"
+            link: match (self.settings.force_link, self.port.is_roce()) {
+                (Some(super::settings::ForcedLink::Ethernet), _) | (None, true) => "Ethernet",
+                _ => "IB",
             },
             gid_index: self.with_gid.then(|| self.port.gid_index()),
             inline: self.inline,
@@ -324,7 +378,12 @@ impl Session {
     pub fn exchange_keys(&mut self) -> Result<()> {
         let mut rem = Vec::with_capacity(self.my.len());
         for d in &self.my {
-            rem.push(self.channel.hand_shake(d, self.with_gid, Wait::Setup)?);
+            let mut r = self.channel.hand_shake(d, self.with_gid, Wait::Setup)?;
+            // --dlid: every path goes to this LID instead (and the address line shows it).
+            if let Some(lid) = self.settings.dlid {
+                r.lid = lid;
+            }
+            rem.push(r);
         }
         self.rem = rem;
         if let Some(c) = self.credits.as_mut() {
@@ -415,12 +474,20 @@ impl Session {
 
     /// QP `q`'s RECV of a `size`-byte message (with room for the GRH over UD).
     pub fn recv_batch(&mut self, q: usize, size: u64) -> Result<RecvBatch> {
+        self.recv_chain(q, size, 1)
+    }
+
+    /// `n` chained RECVs of QP `q` into its one receive slot (`--recv_post_list`).
+    pub fn recv_chain(&mut self, q: usize, size: u64, n: usize) -> Result<RecvBatch> {
         let (off, len) = self.geo.recv_slot(q as u64, size);
-        RecvBatch::new(&mut self.qps[q], &self.mr, 1, len as u32, off as usize, 0)
+        RecvBatch::new(&mut self.qps[q], &self.mr, n, len as u32, off as usize, 0)
     }
 
     /// The local (`remote` false) or remote address lines.
     pub fn print_addresses(&self, remote: bool) {
+        if self.settings.output.is_some() {
+            return;
+        }
         let (side, dests) = if remote {
             ("remote", &self.rem)
         } else {

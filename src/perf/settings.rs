@@ -38,6 +38,26 @@ impl AtomicType {
     }
 }
 
+/// `--output`: one number per size instead of perftest's tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The average bandwidth (MB/s, or Gb/s with --report_gbits).
+    Bandwidth,
+    /// The message rate (Mpps).
+    MessageRate,
+    /// The average latency (usec, or cycles with -C).
+    Latency,
+}
+
+/// `--force-link`: the link layer the port is taken to have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForcedLink {
+    /// InfiniBand: LID addressing unless -x.
+    Ib,
+    /// Ethernet: GID addressing.
+    Ethernet,
+}
+
 /// How long a test runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Length {
@@ -117,6 +137,30 @@ pub struct Settings {
     pub qos: super::qos::Qos,
     /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
     pub notices: Vec<String>,
+    /// RECVs per post (`--recv_post_list`), chained.
+    pub recv_post_list: u32,
+    /// `--output`: one number per size, nothing else of perftest's decoration.
+    pub output: Option<Output>,
+    /// `-w`: the least average bandwidth that passes (in the printed unit).
+    pub limit_bw: Option<f64>,
+    /// `-y`: the least message rate that passes (Mpps).
+    pub limit_msgrate: Option<f64>,
+    /// `--wait_destroy`: seconds between the end of the test and the release of its resources.
+    pub wait_destroy: u64,
+    /// `--latency_gap`: microseconds of busy wait before each ping.
+    pub latency_gap_us: u64,
+    /// `--ipv6`: the picked source GID is an IPv6 one where the port has one.
+    pub prefer_ipv6: bool,
+    /// `--force-link`.
+    pub force_link: Option<ForcedLink>,
+    /// `--dlid`: the destination LID of every path.
+    pub dlid: Option<u16>,
+    /// `--odp`: the MR is registered on demand.
+    pub odp: bool,
+    /// `--dont_xchg_versions`: no exchange of versions, sizes and MTU.
+    pub exchange_versions: bool,
+    /// `--mmap FILE` and `--mmap-offset`: the buffer is this file's, from this offset.
+    pub mmap: Option<(String, u64)>,
 }
 
 pub(super) fn refuse(msg: &str) -> Error {
@@ -161,6 +205,40 @@ impl Settings {
             }
         };
         refuse_combinations(tool, a)?;
+        let output = match a.output.as_deref() {
+            None => None,
+            Some("bandwidth") if bw => Some(Output::Bandwidth),
+            Some("message_rate") if bw => Some(Output::MessageRate),
+            Some("latency") if !bw => Some(Output::Latency),
+            Some("bandwidth" | "message_rate") => {
+                return Err(refuse("Output verbosity level for LAT can be: latency"))
+            }
+            Some("latency") => {
+                return Err(refuse(
+                    "Output verbosity level for BW can be: bandwidth, message_rate",
+                ))
+            }
+            Some(_) => return Err(refuse(
+                "Invalid verbosity level output flag. Please use bandwidth, latency, message_rate",
+            )),
+        };
+        let force_link = match a.force_link.as_deref() {
+            None => None,
+            Some(l) if l.len() >= 2 && l[..2].eq_ignore_ascii_case("IB") => Some(ForcedLink::Ib),
+            Some(l) if l.len() >= 8 && l[..8].eq_ignore_ascii_case("Ethernet") => {
+                Some(ForcedLink::Ethernet)
+            }
+            Some(_) => return Err(refuse("Invalid link layer value should be IB or ETHERNET.")),
+        };
+        let dlid = match a.dlid {
+            None | Some(0) => None,
+            Some(l) if l > u64::from(u16::MAX) => {
+                return Err(Error::config(format!(
+                    "--dlid {l}: a LID is 16 bits (1 to 65535)"
+                )))
+            }
+            Some(l) => Some(l as u16),
+        };
         let qos = super::qos::Qos::resolve(a)?;
         let events = match (a.events, a.vector) {
             (false, _) => None,
@@ -237,8 +315,21 @@ impl Settings {
             Some(_) if !bw => return Err(refuse("Post list is supported in BW tests only")),
             Some(p) => in_range(p, 1, 15000, "Post list size")?,
         };
+        let recv_post_list = match a.recv_post_list {
+            None => 1,
+            Some(0) => return Err(refuse("Receive post list size must be positive")),
+            Some(r) if r > 1 && !bw => {
+                return Err(refuse("Receive post list is supported in BW tests only"))
+            }
+            Some(r) => in_range(r, 1, 16384, "Receive post list size")?,
+        };
         let mut notices = Vec::new();
         if let Length::Iters(n) = length {
+            if recv_post_list > 1 && n % u64::from(recv_post_list) != 0 {
+                return Err(refuse(
+                    "Number of iterations must be a multiple of receive post list size",
+                ));
+            }
             tx_depth = tx_depth.min(n as u32);
             if verb == Verb::Send {
                 rx_depth = rx_depth.min(n as u32);
@@ -284,6 +375,12 @@ impl Settings {
             } else if post_list % cq_mod != 0 {
                 return Err(refuse("Post list size must be a multiple of CQ moderation"));
             }
+        }
+        if verb == Verb::Send && recv_post_list > rx_depth {
+            return Err(Error::config(format!(
+                "--recv_post_list {recv_post_list} is longer than the receive queue (-r \
+                 {rx_depth}): no chain would fit"
+            )));
         }
         let cpu_util = a.cpu_util && matches!(length, Length::Duration { .. });
         if a.cpu_util && !cpu_util {
@@ -356,12 +453,26 @@ impl Settings {
             notices,
             rdma_cm: a.rdma_cm,
             qp_type,
-            warm_up: a.perform_warm_up,
+            // perftest warms up the write, read and atomic BW tests only, and ignores the flag
+            // elsewhere (run says so).
+            warm_up: a.perform_warm_up && bw && verb != Verb::Send,
             duplex: a.bidirectional,
             infinite: a.run_infinitely,
             report_both: a.report_both,
             events,
             cpu_util,
+            recv_post_list,
+            output,
+            limit_bw: a.limit_bw,
+            limit_msgrate: a.limit_msgrate,
+            wait_destroy: a.wait_destroy.unwrap_or(0),
+            latency_gap_us: a.latency_gap.unwrap_or(0),
+            prefer_ipv6: a.ipv6,
+            force_link,
+            dlid,
+            odp: a.odp,
+            exchange_versions: !a.dont_xchg_versions,
+            mmap: a.mmap.clone().map(|f| (f, a.mmap_offset.unwrap_or(0))),
         })
     }
 

@@ -1,6 +1,7 @@
 //! The source GID of a RoCE port when none is given, picked as perftest picks it: an
-//! IPv4-mapped GID first, then a global (not link-local) one, then RoCE v2 over v1; the lowest
-//! index of the best. A pick other than a RoCE v2 IPv4 GID is said, with why.
+//! IPv4-mapped GID first (an IPv6 one with perftest's `--ipv6`), then a global (not link-local)
+//! one, then RoCE v2 over v1; the lowest index of the best. A pick other than a RoCE v2 GID of
+//! the wanted family is said, with why.
 
 use super::device::{Context, Gid};
 
@@ -24,9 +25,9 @@ impl Gid {
     }
 }
 
-fn score(gid: &Gid, kind: Option<&str>) -> u32 {
+fn score(gid: &Gid, kind: Option<&str>, prefer_ipv6: bool) -> u32 {
     let mut s = 0;
-    if gid.ipv4().is_some() {
+    if gid.ipv4().is_some() != prefer_ipv6 {
         s += FAMILY;
     }
     if !gid.is_link_local() {
@@ -39,8 +40,14 @@ fn score(gid: &Gid, kind: Option<&str>) -> u32 {
     }
 }
 
-/// The best of `port`'s `table_len` GIDs (empty entries skipped), or None when all are empty.
-pub(crate) fn pick_gid(ctx: &Context, port: u8, table_len: u32) -> Option<GidPick> {
+/// The best of `port`'s `table_len` GIDs (empty entries skipped), or None when all are empty;
+/// IPv6 ones first with `prefer_ipv6`.
+pub(crate) fn pick_gid(
+    ctx: &Context,
+    port: u8,
+    table_len: u32,
+    prefer_ipv6: bool,
+) -> Option<GidPick> {
     let mut best: Option<(u32, u32, Gid, Option<String>)> = None;
     for i in 0..table_len {
         let Ok(gid) = ctx.gid(port, i) else { continue };
@@ -48,18 +55,19 @@ pub(crate) fn pick_gid(ctx: &Context, port: u8, table_len: u32) -> Option<GidPic
             continue;
         }
         let kind = ctx.gid_type(port, i);
-        let s = score(&gid, kind.as_deref());
+        let s = score(&gid, kind.as_deref(), prefer_ipv6);
         if best.as_ref().is_none_or(|b| s > b.0) {
             best = Some((s, i, gid, kind));
         }
     }
     let (_, index, gid, kind) = best?;
     let kind = kind.unwrap_or_else(|| "of unknown type".into());
-    let note = (gid.ipv4().is_none() || kind != "RoCE v2").then(|| {
-        let why = if gid.ipv4().is_none() {
-            "the port has no IPv4 address"
-        } else {
-            "the port has no RoCE v2 GID"
+    let family = if prefer_ipv6 { "IPv6" } else { "IPv4-mapped" };
+    let note = ((gid.ipv4().is_some() == prefer_ipv6) || kind != "RoCE v2").then(|| {
+        let why = match (gid.ipv4().is_some(), prefer_ipv6) {
+            (false, false) => "the port has no IPv4 address",
+            (true, true) => "the port has no IPv6 address",
+            _ => "the port has no RoCE v2 GID",
         };
         let scope = if gid.is_link_local() {
             ", link-local"
@@ -67,7 +75,7 @@ pub(crate) fn pick_gid(ctx: &Context, port: u8, table_len: u32) -> Option<GidPic
             ""
         };
         format!(
-            "{}:{port} has no RoCE v2 IPv4-mapped GID ({why}): using GID index {index}, {gid} \
+            "{}:{port} has no RoCE v2 {family} GID ({why}): using GID index {index}, {gid} \
              ({kind}{scope}), as perftest would pick; its peers need a GID of the same kind \
              (--gid-index / -x choose another)",
             ctx.name()
@@ -95,9 +103,14 @@ mod tests {
         assert!(!v4.is_link_local() && !v6.is_link_local());
         let v2 = Some("RoCE v2");
         let v1 = Some("IB/RoCE v1");
-        assert!(score(&v4, v1) > score(&v6, v2));
-        assert!(score(&v4_ll, v1) > score(&v6, v2));
-        assert!(score(&v6, v1) > score(&v6_ll, v2));
-        assert!(score(&v6_ll, v2) > score(&v6_ll, v1));
+        let sc = |g: &Gid, k| score(g, k, false);
+        assert!(sc(&v4, v1) > sc(&v6, v2));
+        assert!(sc(&v4_ll, v1) > sc(&v6, v2));
+        assert!(sc(&v6, v1) > sc(&v6_ll, v2));
+        assert!(sc(&v6_ll, v2) > sc(&v6_ll, v1));
+        // perftest's --ipv6: the family preference turns round, the rest stays.
+        let v6_first = |g: &Gid, k| score(g, k, true);
+        assert!(v6_first(&v6_ll, v1) > v6_first(&v4, v2));
+        assert!(v6_first(&v6, v1) > v6_first(&v6_ll, v2));
     }
 }

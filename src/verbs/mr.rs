@@ -26,6 +26,8 @@ impl Access {
     pub const REMOTE_READ: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0);
     /// Peers may run atomics here.
     pub const REMOTE_ATOMIC: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0);
+    /// Pages are pinned on demand (ODP), where the device supports it.
+    pub const ON_DEMAND: Access = Access(sys::ibv_access_flags::IBV_ACCESS_ON_DEMAND.0);
 
     /// The raw `ibv_access_flags` bits.
     pub fn bits(self) -> u32 {

@@ -68,6 +68,17 @@ impl Port {
     /// pick (a RoCE v2 IPv4-mapped GID when there is one; [`Port::gid_note`] says why not), or
     /// index 0.
     pub fn open(ctx: &Arc<Context>, num: u8, gid_index: Option<u32>) -> Result<Port> {
+        Port::open_preferring(ctx, num, gid_index, false)
+    }
+
+    /// [`Port::open`], picking an IPv6 GID first (not IPv4-mapped) with `prefer_ipv6` when no
+    /// `gid_index` is given (perftest's `--ipv6`).
+    pub fn open_preferring(
+        ctx: &Arc<Context>,
+        num: u8,
+        gid_index: Option<u32>,
+        prefer_ipv6: bool,
+    ) -> Result<Port> {
         let count = ctx.port_count()?;
         if num == 0 || num > count {
             return Err(Error::config(format!(
@@ -87,7 +98,7 @@ impl Port {
             Some(i) => (i, None),
             // An iWARP GID is the netdev's MAC: one entry, nothing to choose.
             None if attr.link_layer == LinkLayer::Ethernet && !ctx.is_iwarp() => {
-                match super::gid_choice::pick_gid(ctx, num, attr.gid_tbl_len) {
+                match super::gid_choice::pick_gid(ctx, num, attr.gid_tbl_len, prefer_ipv6) {
                     Some(p) => (p.index, p.note),
                     None => (0, None),
                 }

@@ -75,11 +75,6 @@ pub(super) fn refuse_combinations(tool: Tool, a: &PerfArgs) -> Result<()> {
     if a.ib_port == 0 {
         return Err(refuse("IB Port can't be less than 1"));
     }
-    if a.perform_warm_up && (!bw || verb == Verb::Send) {
-        return Err(refuse(
-            "--perform_warm_up acts in the write, read and atomic BW tests only",
-        ));
-    }
     if verb == Verb::Atomic && (a.all || a.size.is_some_and(|s| s != 8)) {
         return Err(refuse("Message size cannot be changed for Atomic tests"));
     }
@@ -100,6 +95,25 @@ pub(super) fn refuse_combinations(tool: Tool, a: &PerfArgs) -> Result<()> {
     }
     if a.margin.is_some() && a.duration.is_none() {
         return Err(refuse("-f/--margin applies to -D runs only"));
+    }
+    if a.latency_gap.is_some_and(|g| g > 0) && bw {
+        return Err(refuse("Latency gap feature is only for latency tests"));
+    }
+    if (a.limit_bw.is_some() || a.limit_msgrate.is_some()) && !bw {
+        return Err(refuse(
+            "-w/--limit_bw and -y/--limit_msgrate check BW results: BW tests only",
+        ));
+    }
+    if a.odp && verb == Verb::Atomic {
+        return Err(refuse("ODP does not support ATOMICS for now"));
+    }
+    if a.odp && a.connection == "UC" {
+        return Err(refuse("ODP does not support UC"));
+    }
+    if a.mmap_offset.is_some() && a.mmap.is_none() {
+        return Err(refuse(
+            "--mmap-offset places the --mmap file's mapping: add --mmap FILE",
+        ));
     }
     Ok(())
 }

@@ -235,3 +235,78 @@ fn events_and_cpu_util_follow_perftests_rules() {
     .unwrap();
     assert!(s.cpu_util);
 }
+
+#[test]
+fn perftest_45_flags_resolve_with_its_refusals() {
+    // --output: one word per kind of test, perftest's messages otherwise.
+    let s = Settings::resolve(
+        Tool::WRITE_BW,
+        &args(|a| a.output = Some("message_rate".into())),
+    );
+    assert_eq!(s.unwrap().output, Some(Output::MessageRate));
+    let s = Settings::resolve(Tool::SEND_LAT, &args(|a| a.output = Some("latency".into())));
+    assert_eq!(s.unwrap().output, Some(Output::Latency));
+    assert_eq!(
+        err(Tool::READ_BW, |a| a.output = Some("latency".into())),
+        "Output verbosity level for BW can be: bandwidth, message_rate"
+    );
+    assert_eq!(
+        err(Tool::READ_LAT, |a| a.output = Some("bandwidth".into())),
+        "Output verbosity level for LAT can be: latency"
+    );
+    assert!(
+        err(Tool::READ_LAT, |a| a.output = Some("loud".into())).starts_with("Invalid verbosity")
+    );
+    // --latency_gap: latency tests only (0 anywhere).
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| a.latency_gap = Some(5)),
+        "Latency gap feature is only for latency tests"
+    );
+    assert!(Settings::resolve(Tool::WRITE_BW, &args(|a| a.latency_gap = Some(0))).is_ok());
+    // --recv_post_list: BW tests; the iterations a multiple of it; a chain fits the queue.
+    let s = Settings::resolve(Tool::SEND_BW, &args(|a| a.recv_post_list = Some(8))).unwrap();
+    assert_eq!(s.recv_post_list, 8);
+    assert_eq!(
+        err(Tool::SEND_LAT, |a| a.recv_post_list = Some(2)),
+        "Receive post list is supported in BW tests only"
+    );
+    assert_eq!(
+        err(Tool::SEND_BW, |a| {
+            a.recv_post_list = Some(3);
+            a.iters = Some(1000);
+        }),
+        "Number of iterations must be a multiple of receive post list size"
+    );
+    assert!(err(Tool::SEND_BW, |a| {
+        a.recv_post_list = Some(100);
+        a.rx_depth = Some(50);
+    })
+    .contains("longer than the receive queue (-r 50)"));
+    // ODP: not with atomics or UC (perftest's refusals).
+    assert_eq!(
+        err(Tool::ATOMIC_BW, |a| a.odp = true),
+        "ODP does not support ATOMICS for now"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| {
+            a.odp = true;
+            a.connection = "UC".into();
+        }),
+        "ODP does not support UC"
+    );
+    // --force-link, --dlid, --mmap-offset.
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| a.force_link = Some("roce".into())),
+        "Invalid link layer value should be IB or ETHERNET."
+    );
+    let s = Settings::resolve(Tool::WRITE_BW, &args(|a| a.force_link = Some("ib".into())));
+    assert_eq!(s.unwrap().force_link, Some(ForcedLink::Ib));
+    assert!(err(Tool::WRITE_BW, |a| a.dlid = Some(70000)).contains("a LID is 16 bits"));
+    assert!(err(Tool::WRITE_BW, |a| a.mmap_offset = Some(4096)).contains("add --mmap FILE"));
+    // -w/-y judge BW results; --perform_warm_up is a no-op where perftest ignores it.
+    assert!(err(Tool::WRITE_LAT, |a| a.limit_bw = Some(1.0)).contains("BW tests only"));
+    let s = Settings::resolve(Tool::SEND_BW, &args(|a| a.perform_warm_up = true)).unwrap();
+    assert!(!s.warm_up);
+    let s = Settings::resolve(Tool::READ_BW, &args(|a| a.perform_warm_up = true)).unwrap();
+    assert!(s.warm_up);
+}

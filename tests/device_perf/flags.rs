@@ -1,0 +1,300 @@
+//! perftest 4.5's remaining flags on the device: each with what it changes checked, against
+//! perftest where the flag is one both speak (`--output`, `--latency_gap`, `--recv_post_list`,
+//! `--ipv6`), ours on both sides where perftest 4.5 cannot run it (`--dont_xchg_versions`, which
+//! stops perftest at its version check) or where only the local side changes.
+
+use std::time::{Duration, Instant};
+
+use super::perftest_pair::{self, check_bw, next_port, table, wait, On, Ran, Who, LAT_HEADER};
+
+/// A server and its client with their own flags; neither's exit is judged here.
+fn sides(on: &On, tool: &str, server: (Who, &[&str]), client: (Who, &[&str])) -> (Ran, Ran) {
+    let port = next_port();
+    let s = perftest_pair::command(on, server.0, tool, server.1, port, None)
+        .spawn()
+        .unwrap();
+    if client.0 == Who::Perftest {
+        perftest_pair::wait_listening(port, false);
+    }
+    let c = perftest_pair::command(on, client.0, tool, client.1, port, Some(&on.ip))
+        .spawn()
+        .unwrap();
+    let c = wait(c);
+    (wait(s), c)
+}
+
+fn both_ok(what: &str, s: &Ran, c: &Ran) {
+    assert!(
+        s.code == 0 && c.code == 0,
+        "{what}: server exit {}, client exit {}\n--- server\n{}{}\n--- client\n{}{}",
+        s.code,
+        c.code,
+        s.out,
+        s.err,
+        c.out,
+        c.err
+    );
+}
+
+/// stdout's lines: exactly `n`, each one positive number (perftest's `%lf`).
+fn numbers(what: &str, out: &str, n: usize) -> Vec<f64> {
+    let lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        lines.len(),
+        n,
+        "{what}: one number per size, nothing else:\n{out}"
+    );
+    lines
+        .iter()
+        .map(|l| {
+            let v: f64 = l
+                .trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("{what}: {l:?} is not a number:\n{out}"));
+            assert!(
+                v > 0.0 && l.trim().split('.').nth(1).map(str::len) == Some(6),
+                "{what}: {l:?}"
+            );
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn output_prints_one_number_as_perftest() {
+    let on = On::testbed();
+    // BW: the server prints the client's figure; ours against perftest's client.
+    let args: &[&str] = &["-n", "200", "-s", "4096", "--output=bandwidth"];
+    let (s, c) = sides(&on, "write-bw", (Who::Ours, args), (Who::Perftest, args));
+    both_ok("write-bw --output=bandwidth", &s, &c);
+    let ours = numbers("write-bw server", &s.out, 1);
+    let theirs = numbers("ib_write_bw client", &c.out, 1);
+    assert!((ours[0] - theirs[0]).abs() <= 1e-6, "{ours:?} {theirs:?}");
+    // Message rate, our client against perftest's server.
+    let args: &[&str] = &["-n", "200", "-s", "64", "--output=message_rate"];
+    let (s, c) = sides(&on, "send-bw", (Who::Perftest, args), (Who::Ours, args));
+    both_ok("send-bw --output=message_rate", &s, &c);
+    numbers("send-bw client", &c.out, 1);
+    numbers("ib_send_bw server", &s.out, 1);
+    // Latency: the average, on both sides of write-lat.
+    let args: &[&str] = &["-n", "200", "-s", "8", "--output=latency"];
+    let (s, c) = sides(&on, "write-lat", (Who::Ours, args), (Who::Perftest, args));
+    both_ok("write-lat --output=latency", &s, &c);
+    numbers("write-lat server", &s.out, 1);
+    numbers("ib_write_lat client", &c.out, 1);
+}
+
+#[test]
+fn latency_gap_is_in_every_sample() {
+    let on = On::testbed();
+    // 3 ms before each ping on the client: write-lat halves the round trip, read-lat does not.
+    for (tool, at_least) in [("write-lat", 1500.0), ("read-lat", 3000.0)] {
+        let plain: &[&str] = &["-n", "100", "-s", "8"];
+        let gap: &[&str] = &["-n", "100", "-s", "8", "--latency_gap", "3000"];
+        let (s, c) = sides(&on, tool, (Who::Perftest, plain), (Who::Ours, gap));
+        both_ok(&format!("{tool} --latency_gap"), &s, &c);
+        let rows = table(&c.out, LAT_HEADER);
+        let (t_min, t_avg) = (rows[0][2], rows[0][5]);
+        assert!(
+            t_min >= at_least * 0.95 && t_avg >= at_least,
+            "{tool}: a 3000 us gap before each ping, yet t_min {t_min}, t_avg {t_avg}:\n{}",
+            c.out
+        );
+    }
+}
+
+#[test]
+fn limits_fail_the_run_below_them() {
+    let on = On::testbed();
+    let base: &[&str] = &["-n", "200", "-s", "64"];
+    // send-bw judges on both sides, as perftest's.
+    let high: Vec<&str> = [base, &["-w", "1000000"]].concat();
+    let (s, c) = sides(&on, "send-bw", (Who::Ours, &high), (Who::Ours, &high));
+    for (side, r) in [("server", &s), ("client", &c)] {
+        assert_eq!(
+            r.code, 6,
+            "{side}: a failed limit is a finding (exit 6):\n{}{}",
+            r.out, r.err
+        );
+        assert!(
+            r.err.contains("Error: BW result is below bw limit"),
+            "{side}: {}",
+            r.err
+        );
+        assert!(
+            !table(&r.out, perftest_pair::BW_HEADER).is_empty(),
+            "{side}: the row still prints"
+        );
+    }
+    // -y alone judges too (perftest 4.5 checks it only with -w).
+    let rate: Vec<&str> = [base, &["-y", "1000000"]].concat();
+    let (s, c) = sides(&on, "write-bw", (Who::Ours, base), (Who::Ours, &rate));
+    assert_eq!((s.code, c.code), (0, 6), "{}{}", c.out, c.err);
+    assert!(
+        c.err.contains("Error: Msg rate is below msg_rate limit"),
+        "{}",
+        c.err
+    );
+    // Limits met: a pass.
+    let low: Vec<&str> = [base, &["-w", "0.001", "-y", "0.000001"]].concat();
+    let (s, c) = sides(&on, "write-bw", (Who::Ours, base), (Who::Ours, &low));
+    both_ok("write-bw under its limits", &s, &c);
+}
+
+#[test]
+fn no_version_exchange_and_a_wait_before_destroy() {
+    let on = On::testbed();
+    let args: &[&str] = &["-n", "200", "-s", "64", "--dont_xchg_versions"];
+    let slow: Vec<&str> = [args, &["--wait_destroy", "2"]].concat();
+    let started = Instant::now();
+    let (s, c) = sides(&on, "write-bw", (Who::Ours, args), (Who::Ours, &slow));
+    let took = started.elapsed();
+    both_ok("write-bw --dont_xchg_versions", &s, &c);
+    check_bw(
+        "write-bw",
+        &s.out,
+        &c.out,
+        &[64],
+        200,
+        (Who::Ours, Who::Ours),
+    );
+    assert!(
+        c.out
+            .contains(" Waiting 2 seconds before releasing resources..."),
+        "{}",
+        c.out
+    );
+    assert!(took >= Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn receives_chained_by_recv_post_list() {
+    let on = On::testbed();
+    let args: &[&str] = &["-n", "1000", "-s", "64", "--recv_post_list", "10"];
+    // Our receiver against perftest's sender, and perftest's receiver against ours; our client
+    // also takes the flags that change nothing here (perftest ignores them too).
+    let quiet: Vec<&str> = [
+        args,
+        &[
+            "--perform_warm_up",
+            "--use_old_post_send",
+            "--inline_recv",
+            "0",
+        ],
+    ]
+    .concat();
+    for (server, client) in [(Who::Ours, Who::Perftest), (Who::Perftest, Who::Ours)] {
+        let client_args: &[&str] = if client == Who::Ours { &quiet } else { args };
+        let (s, c) = sides(&on, "send-bw", (server, args), (client, client_args));
+        both_ok("send-bw --recv_post_list 10", &s, &c);
+        check_bw("send-bw", &s.out, &c.out, &[64], 1000, (server, client));
+        if client == Who::Ours {
+            assert!(
+                c.err.contains("--perform_warm_up has no effect in send-bw"),
+                "{}",
+                c.err
+            );
+        }
+    }
+}
+
+#[test]
+fn gid_and_path_flags() {
+    let on = On::testbed();
+    // --ipv6 without -x: both sides pick the port's IPv6 (link-local) GID, perftest's too.
+    let v6 = On {
+        gid_index: None,
+        ..On::testbed()
+    };
+    let args: &[&str] = &["-n", "200", "-s", "64", "--ipv6"];
+    let (s, c) = sides(&v6, "write-bw", (Who::Ours, args), (Who::Perftest, args));
+    both_ok("write-bw --ipv6", &s, &c);
+    for out in [&s.out, &c.out] {
+        let gids: Vec<&str> = out.lines().filter(|l| l.starts_with(" GID:")).collect();
+        assert_eq!(gids.len(), 2, "{out}");
+        // fe80::/10 printed as perftest prints GID bytes, in decimal.
+        assert!(
+            gids.iter().all(|g| g.starts_with(" GID: 254:128:")),
+            "{out}"
+        );
+    }
+    // --force-link Ethernet on RoCE changes nothing; --dlid is the path's (and the line's) LID.
+    let args: &[&str] = &[
+        "-n",
+        "200",
+        "-s",
+        "64",
+        "--force-link",
+        "Ethernet",
+        "--dlid",
+        "7",
+    ];
+    let (s, c) = sides(&on, "write-bw", (Who::Ours, args), (Who::Ours, args));
+    both_ok("write-bw --force-link Ethernet --dlid 7", &s, &c);
+    assert!(c.out.contains(" remote address: LID 0x07 "), "{}", c.out);
+    // IB on a RoCE port is refused before any peer is reached.
+    let o = perftest_pair::command(
+        &on,
+        Who::Ours,
+        "write-bw",
+        &["--force-link", "IB"],
+        next_port(),
+        None,
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--force-link IB: ") && err.contains("is Ethernet (RoCE)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn buffers_in_a_file_and_odp_refused_by_soft_roce() {
+    let on = On::testbed();
+    let dir = std::env::temp_dir().join(format!("rdma-bench-mmap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (sf, cf) = (dir.join("server"), dir.join("client"));
+    for f in [&sf, &cf] {
+        std::fs::write(f, vec![0xAAu8; 1 << 20]).unwrap();
+    }
+    let (sa, ca) = (sf.to_str().unwrap(), cf.to_str().unwrap());
+    let base = ["-n", "200", "-s", "4096"];
+    let s_args: Vec<&str> = [&base[..], &["--mmap", sa]].concat();
+    let c_args: Vec<&str> = [&base[..], &["--mmap", ca, "--mmap-offset", "0"]].concat();
+    let (s, c) = sides(&on, "write-bw", (Who::Ours, &s_args), (Who::Ours, &c_args));
+    both_ok("write-bw --mmap", &s, &c);
+    // The buffer is the file's first pages: zeroed by the test, the rest untouched.
+    let bytes = std::fs::read(&sf).unwrap();
+    assert!(
+        bytes[..8192].iter().all(|&b| b == 0),
+        "the buffer is in the file"
+    );
+    assert!(bytes[bytes.len() - 4096..].iter().all(|&b| b == 0xAA));
+    // A file shorter than the buffer is refused, naming the flag and the size it needs.
+    std::fs::write(&cf, [0u8; 100]).unwrap();
+    let (_s, c) = sides(&on, "write-bw", (Who::Ours, &base), (Who::Ours, &c_args));
+    assert_eq!(c.code, 1, "{}", c.err);
+    assert!(
+        c.err.contains("--mmap ") && c.err.contains("truncate -s"),
+        "{}",
+        c.err
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Soft-RoCE on Debian 12's kernel has no ODP: refused before any peer, in one line.
+    let o = perftest_pair::command(&on, Who::Ours, "read-bw", &["--odp"], next_port(), None)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        (o.status.code(), err.lines().count()),
+        (Some(1), 1),
+        "{err}"
+    );
+    assert!(
+        err.contains("--odp: ") && err.contains("does not support on-demand paging"),
+        "{err}"
+    );
+}
