@@ -170,6 +170,23 @@ pub struct PerfArgs {
     /// port's sysfs directory, e.g. "counters/port_xmit_data,hw_counters/out_of_buffer")
     #[arg(short = 'W', long = "report-counters", value_name = "LIST")]
     pub report_counters: Option<String>,
+    /// Rate limit, in --rate_units (HW unless --rate_limit_type SW; HW takes perftest's static
+    /// rates 2.5 … 300 Gb/s or MAX, and falls back to SW on Ethernet) (BW tests)
+    #[arg(long = "rate_limit", value_name = "RATE")]
+    pub rate_limit: Option<String>,
+    /// The limiter: SW (paced posts), HW (a static rate on the path: InfiniBand) or PP (raw
+    /// Ethernet only)
+    #[arg(long = "rate_limit_type", value_name = "SW|HW|PP")]
+    pub rate_limit_type: Option<String>,
+    /// Units of --rate_limit: M (MB/s), g (Gb/s, the default) or p (messages per second)
+    #[arg(long = "rate_units", value_name = "M|g|p")]
+    pub rate_units: Option<String>,
+    /// WRs per burst of the SW limiter [default: the send queue depth]
+    #[arg(long = "burst_size", value_name = "N", value_parser = parse_number)]
+    pub burst_size: Option<u64>,
+    /// Packet pacing's typical packet size (PP only, so refused as perftest refuses it)
+    #[arg(long = "typical_pkt_size", value_name = "BYTES", value_parser = parse_number)]
+    pub typical_pkt_size: Option<u64>,
     /// RECVs posted per ibv_post_recv, chained (send-bw's receiver; BW tests)
     #[arg(long = "recv_post_list", value_name = "N", value_parser = parse_number)]
     pub recv_post_list: Option<u64>,
@@ -336,11 +353,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (None, "report-per-port", "per-port reports"),
     (None, "use_rss", "raw Ethernet"),
     (None, "ethertype", "raw Ethernet"),
-    (None, "rate_limit", "rate limiting"),
-    (None, "burst_size", "rate limiting"),
-    (None, "rate_limit_type", "rate limiting"),
-    (None, "rate_units", "rate limiting"),
-    (None, "typical_pkt_size", "rate limiting"),
     (None, "use_cuda", "GPU memory"),
     (None, "use_rocm", "GPU memory"),
 ];

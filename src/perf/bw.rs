@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use super::clock::{self, SampledWindow};
+use super::rate::{Bursts, Pace, Unpaced};
 use super::receives::Receives;
 use super::session::Session;
 use super::settings::AtomicType;
@@ -120,7 +121,24 @@ pub fn warm_up(s: &mut Session, size: u64) -> Result<()> {
 pub fn post_side(
     s: &mut Session,
     size: u64,
+    rx: Option<&mut Receives>,
+    interval: impl FnMut(&BwRow),
+) -> Result<BwRow> {
+    // The limiter's loop is a copy of its own: a run without one pays nothing for it.
+    match s.settings.rate {
+        Some(limit) if !limit.hw => {
+            post_paced(s, size, rx, &mut Bursts::new(&limit, size), interval)
+        }
+        _ => post_paced(s, size, rx, &mut Unpaced, interval),
+    }
+}
+
+/// [`post_side`] with its posts paced by `pace`.
+fn post_paced<P: Pace>(
+    s: &mut Session,
+    size: u64,
     mut rx: Option<&mut Receives>,
+    pace: &mut P,
     mut interval: impl FnMut(&BwRow),
 ) -> Result<BwRow> {
     let nq = s.qps.len();
@@ -196,6 +214,7 @@ pub fn post_side(
                 && s.credits
                     .as_ref()
                     .is_none_or(|c| c.window_open(q, qm.posted(), pl))
+                && pace.may_post()
             {
                 if pl == 1 {
                     let m = qm.posted();
@@ -210,11 +229,16 @@ pub fn post_side(
                 }
                 batch.post(qp)?;
                 qm.count_posted(pl);
+                pace.posted(pl);
                 totscnt += pl;
             }
         }
         let n = send_cq.poll(&mut wcs)?;
         if n == 0 && arrived == 0 {
+            // Between two bursts of the limiter: an empty poll is the pace, not the peer.
+            if pace.holding() {
+                continue;
+            }
             if let Some(r) = rx.as_deref_mut() {
                 let sent = qmod.iter().all(|m| m.completed() >= iters);
                 if timed.is_none() && sent && r.gave_up(total, s) {

@@ -17,6 +17,7 @@ pub mod layout;
 mod print;
 mod provider;
 pub mod qos;
+pub mod rate;
 pub mod receives;
 pub mod report;
 pub mod run;

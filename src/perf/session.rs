@@ -150,6 +150,10 @@ impl Session {
             _ => false,
         };
         check_device(port.context(), &settings, a)?;
+        if let Some(limit) = settings.rate {
+            let ethernet = port.is_roce() || port.context().is_iwarp();
+            settings.rate = Some(limit.on_link(port.context().name(), ethernet)?);
+        }
         if let Some((file, _)) = &settings.mmap {
             FileBuffer::check(std::path::Path::new(file))?;
         }

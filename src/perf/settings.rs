@@ -137,6 +137,8 @@ pub struct Settings {
     pub qos: super::qos::Qos,
     /// Lines perftest prints when it adjusts a setting (printed before the run, as it does).
     pub notices: Vec<String>,
+    /// The rate limiter (`--rate_limit` and its companions).
+    pub rate: Option<super::rate::RateLimit>,
     /// RECVs per post (`--recv_post_list`), chained.
     pub recv_post_list: u32,
     /// `--output`: one number per size, nothing else of perftest's decoration.
@@ -382,6 +384,7 @@ impl Settings {
                  {rx_depth}): no chain would fit"
             )));
         }
+        let rate = super::rate::RateLimit::resolve(tool, a, tx_depth)?;
         let cpu_util = a.cpu_util && matches!(length, Length::Duration { .. });
         if a.cpu_util && !cpu_util {
             notices.push(" CPU Utilization works only with Duration mode.".into());
@@ -462,6 +465,7 @@ impl Settings {
             events,
             cpu_util,
             recv_post_list,
+            rate,
             output,
             limit_bw: a.limit_bw,
             limit_msgrate: a.limit_msgrate,

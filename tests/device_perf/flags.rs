@@ -298,3 +298,73 @@ fn buffers_in_a_file_and_odp_refused_by_soft_roce() {
         "{err}"
     );
 }
+
+#[test]
+fn the_software_limiter_paces_the_posts() {
+    let on = On::testbed();
+    let plain: &[&str] = &["-n", "1024", "-s", "4096"];
+    // 2 MB/s of 4 KiB WRITEs in bursts of 8: 512 a second, the 1024 in about 2 s.
+    let paced: Vec<&str> = [
+        plain,
+        &[
+            "--rate_limit_type",
+            "SW",
+            "--rate_limit",
+            "2",
+            "--rate_units",
+            "M",
+            "--burst_size",
+            "8",
+        ],
+    ]
+    .concat();
+    let (s, c) = sides(&on, "write-bw", (Who::Perftest, plain), (Who::Ours, &paced));
+    both_ok("write-bw paced at 2 MB/s", &s, &c);
+    let avg = table(&c.out, perftest_pair::BW_HEADER)[0][3];
+    assert!(
+        (1.0..=2.2).contains(&avg),
+        "paced at 2 MB/s, measured {avg}:\n{}",
+        c.out
+    );
+    let (s, c) = sides(&on, "write-bw", (Who::Perftest, plain), (Who::Ours, plain));
+    both_ok("write-bw unpaced", &s, &c);
+    let free = table(&c.out, perftest_pair::BW_HEADER)[0][3];
+    assert!(free > 2.0 * avg, "unpaced {free} MB/s against paced {avg}");
+    println!("write-bw 4096 B: paced at 2 MB/s {avg} MB/s, unpaced {free} MB/s");
+    // --rate_limit alone (HW) falls back to SW on RoCE, as perftest's.
+    let pps: &[&str] = &[
+        "-n",
+        "1000",
+        "-s",
+        "64",
+        "--rate_limit",
+        "10",
+        "--rate_units",
+        "M",
+    ];
+    let (s, c) = sides(&on, "send-bw", (Who::Ours, &pps[..4]), (Who::Ours, pps));
+    both_ok("send-bw --rate_limit 10", &s, &c);
+    assert!(
+        c.err
+            .contains("The QP failed to accept HW rate limit, providing SW rate limit"),
+        "{}",
+        c.err
+    );
+    let rate = table(&c.out, perftest_pair::BW_HEADER)[0][3];
+    assert!(
+        rate <= 11.0,
+        "{rate} MB/s against a 10 MB/s limit:\n{}",
+        c.out
+    );
+    // HW by name fails on Ethernet before any peer is reached.
+    let hw: &[&str] = &["--rate_limit_type", "HW", "--rate_limit", "10"];
+    let o = perftest_pair::command(&on, Who::Ours, "write-bw", hw, next_port(), None)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("The QP failed to accept HW rate limit"),
+        "{err}"
+    );
+}

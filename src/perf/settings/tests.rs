@@ -310,3 +310,83 @@ fn perftest_45_flags_resolve_with_its_refusals() {
     let s = Settings::resolve(Tool::READ_BW, &args(|a| a.perform_warm_up = true)).unwrap();
     assert!(s.warm_up);
 }
+
+#[test]
+fn rate_limits_as_perftest_resolves_them() {
+    use crate::perf::rate::RateUnits;
+    let s = Settings::resolve(
+        Tool::WRITE_BW,
+        &args(|a| {
+            a.rate_limit = Some("2".into());
+            a.rate_limit_type = Some("SW".into());
+            a.rate_units = Some("M".into());
+        }),
+    )
+    .unwrap();
+    let r = s.rate.unwrap();
+    assert_eq!(
+        (r.hw, r.units, r.burst, r.rate),
+        (false, RateUnits::MegaBytes, 128, 2.0)
+    );
+    // --rate_limit alone is HW, which takes perftest's static rates only.
+    let s = Settings::resolve(Tool::READ_BW, &args(|a| a.rate_limit = Some("10".into()))).unwrap();
+    assert!(s.rate.unwrap().hw && !s.rate.unwrap().hw_explicit);
+    assert!(err(Tool::READ_BW, |a| a.rate_limit = Some("7".into()))
+        .contains("Unknown rate limit value"));
+    assert_eq!(
+        err(Tool::SEND_BW, |a| {
+            a.rate_limit = Some("1".into());
+            a.rate_limit_type = Some("SW".into());
+            a.bidirectional = true;
+        }),
+        "SW Rate limiter cann't be executed on non-BW, ATOMIC or bidirectional SEND tests"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| a.burst_size = Some(4)),
+        "Can't enable burst mode when rate limiter is off"
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| {
+            a.rate_limit = Some("10".into());
+            a.rate_limit_type = Some("PP".into());
+        }),
+        "Packet Pacing is only supported for Raw Ethernet."
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| {
+            a.rate_limit = Some("10".into());
+            a.rate_units = Some("p".into());
+        }),
+        "Failed: pps rate limit units is not supported when setting HW rate limit"
+    );
+    assert!(
+        err(Tool::WRITE_BW, |a| a.rate_limit_type = Some("SW".into())).contains("add --rate_limit")
+    );
+    // Over Ethernet an implied HW limiter becomes SW; one asked for by name fails, as perftest's.
+    let implied = Settings::resolve(Tool::WRITE_BW, &args(|a| a.rate_limit = Some("10".into())));
+    let r = implied
+        .unwrap()
+        .rate
+        .unwrap()
+        .on_link("rxe0", true)
+        .unwrap();
+    assert!(!r.hw);
+    let named = Settings::resolve(
+        Tool::WRITE_BW,
+        &args(|a| {
+            a.rate_limit = Some("10".into());
+            a.rate_limit_type = Some("HW".into());
+        }),
+    );
+    let e = named
+        .unwrap()
+        .rate
+        .unwrap()
+        .on_link("rxe0", true)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("The QP failed to accept HW rate limit"),
+        "{e}"
+    );
+}
