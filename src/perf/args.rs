@@ -150,6 +150,10 @@ pub struct PerfArgs {
     /// the RDMA interface)
     #[arg(short = 'R', long = "rdma_cm")]
     pub rdma_cm: bool,
+    /// Run the exchange with the peer over an RDMA CM connection instead of TCP (the test QPs
+    /// are connected as without it; -R implies it)
+    #[arg(short = 'z', long = "comm_rdma_cm")]
+    pub comm_rdma_cm: bool,
     /// Sleep on completion events instead of busy-polling (not WRITE tests)
     #[arg(short = 'e', long = "events")]
     pub events: bool,
@@ -330,7 +334,6 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
 /// perftest flags that rdma-bench does not implement (yet), and why, so that they are refused
 /// by name rather than taken for something else or ignored.
 const REFUSED: &[(Option<char>, &str, &str)] = &[
-    (Some('z'), "comm_rdma_cm", "the exchange over RDMA CM"),
     (Some('g'), "mcg", "multicast"),
     (Some('M'), "MGID", "multicast"),
     (Some('O'), "dualport", "dual-port mode"),

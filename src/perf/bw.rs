@@ -134,6 +134,7 @@ pub fn post_side(
 }
 
 /// [`post_side`] with its posts paced by `pace`.
+#[inline(always)]
 fn post_paced<P: Pace>(
     s: &mut Session,
     size: u64,
@@ -170,6 +171,9 @@ fn post_paced<P: Pace>(
     let both = [&*send_cq, &*recv_cq];
     // What an empty loop waits on: -b's RECVs too.
     let waits = if rx.is_some() { &both[..] } else { &both[..1] };
+    // Read once: the post calls are opaque to the compiler, which would reload the Option
+    // before every post.
+    let paced_by_credits = s.credits.is_some();
     let start = clock::now();
     let ticks_per_s = clock::ticks_per_us() * 1e6;
     let mut last_window = None;
@@ -211,9 +215,10 @@ fn post_paced<P: Pace>(
             let (qp, qm) = (&mut s.qps[q], &mut qmod[q]);
             while (timed.is_some() || qm.posted() < iters)
                 && qm.has_room(pl)
-                && s.credits
-                    .as_ref()
-                    .is_none_or(|c| c.window_open(q, qm.posted(), pl))
+                && (!paced_by_credits
+                    || s.credits
+                        .as_ref()
+                        .is_none_or(|c| c.window_open(q, qm.posted(), pl)))
                 && pace.may_post()
             {
                 if pl == 1 {

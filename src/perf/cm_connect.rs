@@ -1,5 +1,5 @@
-//! `-R`: the session's RDMA CM side: the exchange channel over RDMA CM, the test QPs connected
-//! through it, and their disconnection.
+//! `-R` and `-z`: the session's RDMA CM side: the exchange channel over RDMA CM (both), the test
+//! QPs connected through it and their disconnection (`-R`).
 
 #[cfg(has_rdmacm)]
 use std::sync::Arc;
@@ -140,8 +140,8 @@ fn ipv4_ports(device: Option<&str>) -> Result<Vec<(String, std::net::Ipv4Addr)>>
 #[cfg(not(has_rdmacm))]
 pub(super) fn cm_channel(_: &PerfArgs, _: Option<u8>, _: Attention) -> Result<(Channel, Port)> {
     Err(Error::config(
-        "-R needs librdmacm, and this rdma-bench was built without it (install librdmacm-dev or \
-         rdma-core-devel and rebuild)",
+        "-R and -z need librdmacm, and this rdma-bench was built without it (install \
+         librdmacm-dev or rdma-core-devel and rebuild)",
     ))
 }
 

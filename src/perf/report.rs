@@ -125,17 +125,15 @@ impl TestInfo<'_> {
             Verb::Write | Verb::Send => line(format!(" Max inline data : {}[B]", self.inline)),
             Verb::Read | Verb::Atomic => line(format!(" Outstand reads  : {}", self.out_reads)),
         }
-        if s.rdma_cm {
-            line(" rdma_cm QPs\t : ON".into());
-            line(" Data ex. method : rdma_cm".into());
-            if !s.is_client {
-                line(RESULT_LINE.into());
-                line(" Waiting for client rdma_cm QP to connect".into());
-                line(" Please run the same command with the IB/RoCE interface IP".into());
-            }
-        } else {
-            line(" rdma_cm QPs\t : OFF".into());
-            line(" Data ex. method : Ethernet".into());
+        line(format!(
+            " rdma_cm QPs\t : {}",
+            if s.rdma_cm { "ON" } else { "OFF" }
+        ));
+        line(format!(" Data ex. method : {}", exchange_method(s)));
+        if s.rdma_cm && !s.is_client {
+            line(RESULT_LINE.into());
+            line(" Waiting for client rdma_cm QP to connect".into());
+            line(" Please run the same command with the IB/RoCE interface IP".into());
         }
         line(RESULT_LINE.into());
         o.pop();
@@ -180,8 +178,17 @@ impl TestInfo<'_> {
             Verb::Write | Verb::Send => j.int("Max_inline_data", u64::from(self.inline)),
             Verb::Read | Verb::Atomic => j.int("Outstand_reads", u64::from(self.out_reads)),
         };
-        j.str("rdma_cm_QPs", "OFF")
-            .str("Data_ex_method", "Ethernet")
+        j.str("rdma_cm_QPs", if s.rdma_cm { "ON" } else { "OFF" })
+            .str("Data_ex_method", exchange_method(s))
+    }
+}
+
+/// perftest's "Data ex. method": over RDMA CM (`-z`, `-R`) or TCP.
+fn exchange_method(s: &Settings) -> &'static str {
+    if s.exchange_over_cm {
+        "rdma_cm"
+    } else {
+        "Ethernet"
     }
 }
 

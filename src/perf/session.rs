@@ -119,7 +119,7 @@ impl Session {
         let tool = settings.tool;
         // With -R the route to the server names the device, and the exchange runs over RDMA
         // CM; otherwise the device comes first (a bad -d fails before any peer is bothered).
-        let (port, mut channel) = if a.rdma_cm {
+        let (port, mut channel) = if settings.exchange_over_cm {
             // A -d that cannot run the tool is refused before the peer is reached.
             if let Some(d) = a.ib_dev.as_deref() {
                 check_device(&crate::verbs::Context::open(d)?, &settings, a)?;
@@ -409,7 +409,7 @@ impl Session {
     /// the same family, and each side's read depth is what the other advertised. With `-R` the
     /// QPs are connected already.
     pub fn connect(&mut self) -> Result<()> {
-        if self.channel.is_cm() {
+        if self.settings.rdma_cm {
             return Ok(());
         }
         if self.with_gid

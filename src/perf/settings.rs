@@ -119,6 +119,8 @@ pub struct Settings {
     pub json_file: Option<String>,
     /// `-R`: QPs and exchange through RDMA CM.
     pub rdma_cm: bool,
+    /// `-z` or `-R`: the exchange runs over RDMA CM.
+    pub exchange_over_cm: bool,
     /// RC, UC or UD.
     pub qp_type: QpType,
     /// Warm-up posts before each measured size.
@@ -455,6 +457,7 @@ impl Settings {
             qos,
             notices,
             rdma_cm: a.rdma_cm,
+            exchange_over_cm: a.rdma_cm || a.comm_rdma_cm,
             qp_type,
             // perftest warms up the write, read and atomic BW tests only, and ignores the flag
             // elsewhere (run says so).

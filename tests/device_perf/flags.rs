@@ -14,7 +14,8 @@ fn sides(on: &On, tool: &str, server: (Who, &[&str]), client: (Who, &[&str])) ->
         .spawn()
         .unwrap();
     if client.0 == Who::Perftest {
-        perftest_pair::wait_listening(port, false);
+        let cm = server.1.iter().any(|a| matches!(*a, "-z" | "-R"));
+        perftest_pair::wait_listening(port, cm);
     }
     let c = perftest_pair::command(on, client.0, tool, client.1, port, Some(&on.ip))
         .spawn()
@@ -367,4 +368,29 @@ fn the_software_limiter_paces_the_posts() {
         err.contains("The QP failed to accept HW rate limit"),
         "{err}"
     );
+}
+
+#[test]
+fn the_exchange_over_rdma_cm_with_z() {
+    let on = On::testbed();
+    // -z: the keys, versions and reports go over an RDMA CM connection; the test QPs are
+    // connected from them as over TCP. Both ways against perftest.
+    for tool in ["write-bw", "send-bw"] {
+        let args: &[&str] = &["-n", "500", "-s", "64", "-z"];
+        for (server, client) in [(Who::Ours, Who::Perftest), (Who::Perftest, Who::Ours)] {
+            let (s, c) = sides(&on, tool, (server, args), (client, args));
+            both_ok(&format!("{tool} -z"), &s, &c);
+            check_bw(tool, &s.out, &c.out, &[64], 500, (server, client));
+            let ours = if server == Who::Ours { &s.out } else { &c.out };
+            assert!(
+                ours.contains(" rdma_cm QPs\t : OFF")
+                    && ours.contains(" Data ex. method : rdma_cm"),
+                "{ours}"
+            );
+        }
+    }
+    let args: &[&str] = &["-n", "200", "-s", "8", "-z"];
+    let (s, c) = sides(&on, "send-lat", (Who::Ours, args), (Who::Perftest, args));
+    both_ok("send-lat -z", &s, &c);
+    perftest_pair::check_lat("send-lat", &s.out, &c.out, &[8], 200);
 }
