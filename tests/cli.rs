@@ -588,12 +588,16 @@ fn post_api_wr_without_the_wr_api() {
 #[test]
 fn rdma_cm_without_librdmacm() {
     let tool = env!("CARGO_BIN_EXE_rdma-bench");
-    for args in [&["write-bw", "-R"][..], &["send-lat", "-R", "127.0.0.1"]] {
+    for args in [
+        &["write-bw", "-R"][..],
+        &["send-lat", "-R", "127.0.0.1"],
+        &["read-bw", "-z", "127.0.0.1"],
+    ] {
         let (code, err) = refuse(tool, args);
         assert_eq!(code, 1, "{args:?}: {err}");
         assert!(
             err.ends_with(
-                ": -R needs librdmacm, and this rdma-bench was built without it (install \
+                ": -R and -z need librdmacm, and this rdma-bench was built without it (install \
                  librdmacm-dev or rdma-core-devel and rebuild)\n"
             ),
             "{args:?}: {err}"

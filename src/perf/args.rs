@@ -240,6 +240,10 @@ pub struct PerfArgs {
     /// assumes the peer's are its own
     #[arg(long = "dont_xchg_versions")]
     pub dont_xchg_versions: bool,
+    /// Local IPv4 address of the connection to the peer: a client's connection starts from it,
+    /// a server listens on it only (TCP exchange, or RDMA CM with -z/-R)
+    #[arg(short = 'j', long = "source_ip", value_name = "IP")]
+    pub source_ip: Option<String>,
     /// Buffers in this file, mapped shared (its contents are overwritten, as perftest does)
     #[arg(long = "mmap", value_name = "FILE")]
     pub mmap: Option<String>,
@@ -340,11 +344,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('B'), "source_mac", "raw Ethernet"),
     (Some('E'), "dest_mac", "raw Ethernet"),
     (Some('J'), "dest_ip", "raw Ethernet"),
-    (
-        Some('j'),
-        "source_ip",
-        "binding the connection's source address",
-    ),
     (Some('K'), "dest_port", "raw Ethernet"),
     (Some('k'), "source_port", "raw Ethernet"),
     (Some('Z'), "server", "raw Ethernet"),

@@ -91,10 +91,26 @@ pub fn ipv4_of(host: &str, port: u16) -> Result<std::net::SocketAddrV4> {
         .ok_or_else(|| Error::config(format!("server {host:?} has no IPv4 address")))
 }
 
+/// A TCP connection to `to`, from `source` when given (`--source_ip`).
+fn connect_from(
+    source: Option<std::net::Ipv4Addr>,
+    to: &std::net::SocketAddr,
+    timeout: Duration,
+) -> std::io::Result<TcpStream> {
+    let Some(ip) = source else {
+        return TcpStream::connect_timeout(to, timeout);
+    };
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    socket.bind(&std::net::SocketAddr::from((ip, 0)).into())?;
+    socket.connect_timeout(&(*to).into(), timeout)?;
+    Ok(socket.into())
+}
+
 impl Channel {
-    /// Connects to a server at `host:port`, retrying until `timeout` (the server may still be
+    /// Connects (from `source` when given) to a server at `host:port`, retrying until `timeout` (the server may still be
     /// starting) or a stop request.
     pub fn connect(
+        source: Option<std::net::Ipv4Addr>,
         host: &str,
         port: u16,
         timeout: Duration,
@@ -111,7 +127,7 @@ impl Channel {
                 .map_err(|e| Error::config(format!("cannot resolve server {host:?}: {e}")))?;
             // perftest's channel is IPv4 only (AF_INET).
             for a in addrs.filter(|a| a.is_ipv4()) {
-                match TcpStream::connect_timeout(&a, Duration::from_secs(1)) {
+                match connect_from(source, &a, Duration::from_secs(1)) {
                     Ok(stream) => return Channel::ready(stream, true, peer, attention),
                     Err(e) => last = Some(e),
                 }
@@ -128,12 +144,18 @@ impl Channel {
         }
     }
 
-    /// Waits for one client on `port` (all IPv4 addresses), for as long as it takes or until a
-    /// stop request.
-    pub fn accept(port: u16, attention: Attention) -> Result<Channel> {
-        let listener = TcpListener::bind(("0.0.0.0", port)).map_err(|e| {
+    /// Waits for one client on `port` of `ip` (all IPv4 addresses when None), for as long as it
+    /// takes or until a stop request.
+    pub fn accept(
+        ip: Option<std::net::Ipv4Addr>,
+        port: u16,
+        attention: Attention,
+    ) -> Result<Channel> {
+        let at = ip.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED);
+        let listener = TcpListener::bind((at, port)).map_err(|e| {
             Error::config(format!(
-                "cannot listen on TCP port {port}: {e} (another server running? pick one with -p)"
+                "cannot listen on TCP port {port} of {at}: {e} (another server running? pick one \
+                 with -p)"
             ))
         })?;
         listener

@@ -27,6 +27,7 @@ use crate::verbs::Port;
 #[cfg(has_rdmacm)]
 pub(super) fn cm_channel(
     a: &PerfArgs,
+    source: Option<std::net::Ipv4Addr>,
     tos: Option<u8>,
     attention: Attention,
 ) -> Result<(Channel, Port)> {
@@ -47,13 +48,22 @@ pub(super) fn cm_channel(
             }
             let addr = super::channel::ipv4_of(host, a.port)?;
             let timeout = Duration::from_secs(a.connect_timeout);
-            let (link, port) = CmLink::connect(addr, a.gid_index, tos, timeout, attention)?;
+            let (link, port) = CmLink::connect(source, addr, a.gid_index, tos, timeout, attention)?;
             (Channel::over_cm(link, true, addr.to_string()), port)
         }
         None => {
             // RDMA CM listens on IPv4 here: a device without an IPv4 address could wait for
             // ever, so that is refused before the banner.
-            let reachable = ipv4_ports(a.ib_dev.as_deref())?;
+            let mut reachable = ipv4_ports(a.ib_dev.as_deref())?;
+            if let Some(ip) = source {
+                reachable.retain(|(_, at)| *at == ip);
+                if reachable.is_empty() {
+                    return Err(Error::config(format!(
+                        "--source_ip {ip}: no ACTIVE RDMA port has this address (-R listens on \
+                         the RDMA interface's address)"
+                    )));
+                }
+            }
             let at: Vec<String> = reachable
                 .iter()
                 .map(|(port, ip)| format!("{ip} ({port})"))
@@ -62,7 +72,7 @@ pub(super) fn cm_channel(
             if a.output.is_none() {
                 println!("{WAITING_BANNER}");
             }
-            let (link, port) = CmLink::accept(a.port, a.gid_index, attention)?;
+            let (link, port) = CmLink::accept(source, a.port, a.gid_index, attention)?;
             (
                 Channel::over_cm(link, false, "the RDMA CM client".into()),
                 port,
@@ -138,7 +148,12 @@ fn ipv4_ports(device: Option<&str>) -> Result<Vec<(String, std::net::Ipv4Addr)>>
 }
 
 #[cfg(not(has_rdmacm))]
-pub(super) fn cm_channel(_: &PerfArgs, _: Option<u8>, _: Attention) -> Result<(Channel, Port)> {
+pub(super) fn cm_channel(
+    _: &PerfArgs,
+    _: Option<std::net::Ipv4Addr>,
+    _: Option<u8>,
+    _: Attention,
+) -> Result<(Channel, Port)> {
     Err(Error::config(
         "-R and -z need librdmacm, and this rdma-bench was built without it (install \
          librdmacm-dev or rdma-core-devel and rebuild)",
@@ -155,6 +170,7 @@ impl Session {
         if self.settings.qp_type == crate::verbs::QpType::Ud {
             return self.find_ud_peers_through_cm(a);
         }
+        let source = self.settings.source_ip;
         let reads = matches!(self.settings.tool.verb, Verb::Read | Verb::Atomic);
         let depth = if reads { self.out_reads as u8 } else { 0 };
         let params = CmParams {
@@ -171,7 +187,8 @@ impl Session {
             let start = std::time::Instant::now();
             for qp in &mut self.qps {
                 let id = retry_rejected(start, || {
-                    let mut id = CmId::resolve(addr, self.settings.qos.tos, self.attention)?;
+                    let mut id =
+                        CmId::resolve_from(source, addr, self.settings.qos.tos, self.attention)?;
                     id.set_ack_timeout(self.qp_timeout)?;
                     id.connect(qp, params, super::channel::SETUP_TIMEOUT)?;
                     Ok(id)
@@ -181,7 +198,8 @@ impl Session {
         } else {
             let backlog = self.qps.len() as i32;
             let attention = self.attention;
-            let listener = self.listen_in_handshake(|| CmId::listen(a.port, backlog, attention))?;
+            let listener =
+                self.listen_in_handshake(|| CmId::listen_on(source, a.port, backlog, attention))?;
             for qp in &mut self.qps {
                 let mut id = listener.next_request(Some(super::channel::SETUP_TIMEOUT))?;
                 id.accept(qp, params, super::channel::SETUP_TIMEOUT)?;
@@ -202,6 +220,7 @@ impl Session {
     fn find_ud_peers_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
         use crate::verbs::cm::CmId;
         use crate::verbs::AddressHandle;
+        let source = self.settings.source_ip;
         let zero = Dest::default();
         let both_send = self.settings.tool.test == super::Test::Lat || self.settings.duplex;
         let timeout = super::channel::SETUP_TIMEOUT;
@@ -212,7 +231,8 @@ impl Session {
             for q in 0..self.qps.len() {
                 let qpn = self.qps[q].qp_num();
                 let (id, peer) = retry_rejected(start, || {
-                    let mut id = CmId::resolve_ud(addr, self.settings.qos.tos, self.attention)?;
+                    let mut id =
+                        CmId::resolve_ud(source, addr, self.settings.qos.tos, self.attention)?;
                     let peer = id.connect_ud(qpn, timeout)?;
                     Ok((id, peer))
                 })?;
@@ -229,7 +249,7 @@ impl Session {
             let backlog = self.qps.len() as i32;
             let listener = {
                 let attention = self.attention;
-                self.listen_in_handshake(|| CmId::listen_ud(a.port, backlog, attention))?
+                self.listen_in_handshake(|| CmId::listen_ud(source, a.port, backlog, attention))?
             };
             for q in 0..self.qps.len() {
                 let mut id = listener.next_request(Some(timeout))?;
@@ -303,7 +323,7 @@ impl Session {
 
     #[cfg(not(has_rdmacm))]
     pub(super) fn connect_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
-        cm_channel(a, None, self.attention).map(|_| ())
+        cm_channel(a, None, None, self.attention).map(|_| ())
     }
 }
 

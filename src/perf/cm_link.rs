@@ -70,10 +70,12 @@ impl CmLink {
         Port::open(&ctx, id.port_num(), gid_index)
     }
 
-    /// Client: connects to the server's CM listener at `server`, retrying a rejection (the
+    /// Client: connects from `source` (when given) to the server's CM listener at `server`,
+    /// retrying a rejection (the
     /// server not listening yet) until `timeout`, in traffic class `tos` if given. Returns the
     /// link and the port the route uses.
     pub fn connect(
+        source: Option<std::net::Ipv4Addr>,
         server: SocketAddrV4,
         gid_index: Option<u32>,
         tos: Option<u8>,
@@ -82,7 +84,7 @@ impl CmLink {
     ) -> Result<(CmLink, Port)> {
         let start = Instant::now();
         loop {
-            let mut id = CmId::resolve(server, tos, attention)?;
+            let mut id = CmId::resolve_from(source, server, tos, attention)?;
             let port = Self::port_of(&id, gid_index)?;
             let (mut qp, mr, recv) = Self::build(&port)?;
             match id.connect(&mut qp, COMM_PARAMS, SETUP_TIMEOUT) {
@@ -113,15 +115,17 @@ impl CmLink {
         }
     }
 
-    /// Server: waits for one client on `port` (until a stop request) and accepts it. Returns the
+    /// Server: waits for one client on `port` of `ip` (every address when None; until a stop
+    /// request) and accepts it. Returns the
     /// link and the port the connection uses. The listener is gone when this returns, so that
     /// the test's own listener may take the port.
     pub fn accept(
+        ip: Option<std::net::Ipv4Addr>,
         port_num: u16,
         gid_index: Option<u32>,
         attention: Attention,
     ) -> Result<(CmLink, Port)> {
-        let listener = CmId::listen(port_num, 1, attention)?;
+        let listener = CmId::listen_on(ip, port_num, 1, attention)?;
         let mut id = listener.next_request(None)?;
         drop(listener);
         let port = Self::port_of(&id, gid_index)?;

@@ -117,6 +117,14 @@ impl Session {
     /// QPs and the MR; prints perftest's banner and information block on the way.
     pub fn open(mut settings: Settings, a: &PerfArgs, attention: Attention) -> Result<Session> {
         let tool = settings.tool;
+        if let Some(ip) = settings.source_ip {
+            // An address this host does not have would fail at bind, after the device is open.
+            std::net::UdpSocket::bind((ip, 0)).map_err(|e| {
+                Error::config(format!(
+                    "--source_ip {ip}: not an address of this host ({e})"
+                ))
+            })?;
+        }
         // With -R the route to the server names the device, and the exchange runs over RDMA
         // CM; otherwise the device comes first (a bad -d fails before any peer is bothered).
         let (port, mut channel) = if settings.exchange_over_cm {
@@ -124,7 +132,7 @@ impl Session {
             if let Some(d) = a.ib_dev.as_deref() {
                 check_device(&crate::verbs::Context::open(d)?, &settings, a)?;
             }
-            let (c, p) = cm_channel(a, settings.qos.tos, attention)?;
+            let (c, p) = cm_channel(a, settings.source_ip, settings.qos.tos, attention)?;
             (p, Some(c))
         } else {
             // perftest's -i: port N of the device (-d, or here the first with an ACTIVE
@@ -221,6 +229,7 @@ impl Session {
         let mut channel = match (channel.take(), &a.server) {
             (Some(c), _) => c,
             (None, Some(host)) => Channel::connect(
+                settings.source_ip,
                 host,
                 a.port,
                 Duration::from_secs(a.connect_timeout),
@@ -230,7 +239,7 @@ impl Session {
                 if settings.output.is_none() {
                     println!("{WAITING_BANNER}");
                 }
-                Channel::accept(a.port, attention)?
+                Channel::accept(settings.source_ip, a.port, attention)?
             }
         };
         let (page, line) = local_page_and_line();

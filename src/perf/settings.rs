@@ -163,6 +163,8 @@ pub struct Settings {
     pub odp: bool,
     /// `--dont_xchg_versions`: no exchange of versions, sizes and MTU.
     pub exchange_versions: bool,
+    /// `--source_ip`: the local address of the connection to the peer.
+    pub source_ip: Option<std::net::Ipv4Addr>,
     /// `--mmap FILE` and `--mmap-offset`: the buffer is this file's, from this offset.
     pub mmap: Option<(String, u64)>,
 }
@@ -243,6 +245,13 @@ impl Settings {
             }
             Some(l) => Some(l as u16),
         };
+        let source_ip =
+            match a.source_ip.as_deref() {
+                None => None,
+                Some(ip) => Some(ip.parse().map_err(|_| {
+                    Error::config(format!("--source_ip {ip:?}: not an IPv4 address"))
+                })?),
+            };
         let qos = super::qos::Qos::resolve(a)?;
         let events = match (a.events, a.vector) {
             (false, _) => None,
@@ -479,6 +488,7 @@ impl Settings {
             dlid,
             odp: a.odp,
             exchange_versions: !a.dont_xchg_versions,
+            source_ip,
             mmap: a.mmap.clone().map(|f| (f, a.mmap_offset.unwrap_or(0))),
         })
     }

@@ -70,7 +70,7 @@ fn sample(tool: &str, flag: &str) -> Vec<String> {
         "--rx-depth" => &["-r", "512"],
         "--size" => &["-s", "64"],
         "--sl" => &["-S", "0"],
-        "--source_ip" => &["--source_ip", "192.0.2.2", SERVER],
+        "--source_ip" => &["--source_ip", "127.0.0.1", SERVER],
         "--tclass" => &["--tclass", "0"],
         "--tos" => &["-R", "-T", "0", SERVER],
         "--tx-depth" => &["-t", "64"],
@@ -217,4 +217,4 @@ fn every_perftest_flag_is_accepted_or_refused_by_name() {
 }
 
 /// The accepted pairs when this was last raised.
-const ACCEPTED_AT_LEAST: usize = 422;
+const ACCEPTED_AT_LEAST: usize = 430;

@@ -22,7 +22,7 @@ fn client_and_server_exchange_in_perftests_order() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let server = std::thread::spawn(move || {
-        let mut ch = Channel::accept(port, attention()).unwrap();
+        let mut ch = Channel::accept(None, port, attention()).unwrap();
         ch.exchange_versions().unwrap();
         let sys = ch.exchange_sys_data(4096, 64).unwrap();
         let mtu = ch.exchange_mtu(5).unwrap();
@@ -40,7 +40,8 @@ fn client_and_server_exchange_in_perftests_order() {
         ch.close(&me, true).unwrap();
         (sys, mtu, peer.qpn, rep)
     });
-    let mut ch = Channel::connect("127.0.0.1", port, Duration::from_secs(5), attention()).unwrap();
+    let mut ch =
+        Channel::connect(None, "127.0.0.1", port, Duration::from_secs(5), attention()).unwrap();
     ch.exchange_versions().unwrap();
     assert_eq!(ch.peer_version(), 6.06);
     assert_eq!(ch.exchange_sys_data(8192, 64).unwrap(), (8192, 64));
@@ -69,10 +70,16 @@ fn nobody_listening_is_a_bounded_wait() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let t0 = Instant::now();
-    let e = Channel::connect("127.0.0.1", port, Duration::from_millis(300), attention())
-        .err()
-        .unwrap()
-        .to_string();
+    let e = Channel::connect(
+        None,
+        "127.0.0.1",
+        port,
+        Duration::from_millis(300),
+        attention(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(t0.elapsed() < Duration::from_secs(5));
     assert!(e.contains("no server answered at 127.0.0.1"), "{e}");
 }

@@ -9,7 +9,7 @@
 //! Every id owns its event channel's lifetime through an `Arc`; waits on a channel are bounded
 //! (`poll` on its fd) and give up on a stop request.
 
-use std::net::SocketAddrV4;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -231,10 +231,21 @@ impl CmId {
     /// resolved; with `tos`, the route's traffic class (`RDMA_OPTION_ID_TOS`: on RoCE v2 the
     /// IP TOS byte of the connection's packets, both ways).
     pub fn resolve(dst: SocketAddrV4, tos: Option<u8>, attention: Attention) -> Result<CmId> {
-        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_TCP, tos, attention)
+        Self::resolve_from(None, dst, tos, attention)
+    }
+
+    /// [`CmId::resolve`] from the local address `src` (any, as the route picks, when None).
+    pub fn resolve_from(
+        src: Option<Ipv4Addr>,
+        dst: SocketAddrV4,
+        tos: Option<u8>,
+        attention: Attention,
+    ) -> Result<CmId> {
+        Self::resolve_in(src, dst, sys::rdma_port_space::RDMA_PS_TCP, tos, attention)
     }
 
     fn resolve_in(
+        src: Option<Ipv4Addr>,
         dst: SocketAddrV4,
         ps: u32,
         tos: Option<u8>,
@@ -242,11 +253,16 @@ impl CmId {
     ) -> Result<CmId> {
         let id = CmId::new(&EventChannel::new(attention)?, ps)?;
         let mut sa = sockaddr(dst);
-        // SAFETY: the id is alive; `sa` is a valid sockaddr_in for the call.
+        let mut from = src.map(|ip| sockaddr(SocketAddrV4::new(ip, 0)));
+        let from_ptr = from.as_mut().map_or(std::ptr::null_mut(), |f| {
+            (f as *mut libc::sockaddr_in).cast()
+        });
+        // SAFETY: the id is alive; `sa` and `from` (when given) are valid sockaddr_ins for the
+        // call.
         let rc = unsafe {
             sys::rdma_resolve_addr(
                 id.raw.as_ptr(),
-                std::ptr::null_mut(),
+                from_ptr,
                 (&mut sa as *mut libc::sockaddr_in).cast(),
                 RESOLVE_MS,
             )
@@ -298,12 +314,34 @@ impl CmId {
 
     /// A listening id on `port` of every IPv4 address (its waits end on a stop).
     pub fn listen(port: u16, backlog: i32, attention: Attention) -> Result<CmId> {
-        Self::listen_in(port, backlog, sys::rdma_port_space::RDMA_PS_TCP, attention)
+        Self::listen_on(None, port, backlog, attention)
     }
 
-    fn listen_in(port: u16, backlog: i32, ps: u32, attention: Attention) -> Result<CmId> {
+    /// [`CmId::listen`] on one address (`ip`), or on every one when None.
+    pub fn listen_on(
+        ip: Option<Ipv4Addr>,
+        port: u16,
+        backlog: i32,
+        attention: Attention,
+    ) -> Result<CmId> {
+        Self::listen_in(
+            ip,
+            port,
+            backlog,
+            sys::rdma_port_space::RDMA_PS_TCP,
+            attention,
+        )
+    }
+
+    fn listen_in(
+        ip: Option<Ipv4Addr>,
+        port: u16,
+        backlog: i32,
+        ps: u32,
+        attention: Attention,
+    ) -> Result<CmId> {
         let id = CmId::new(&EventChannel::new(attention)?, ps)?;
-        let mut sa = sockaddr(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, port));
+        let mut sa = sockaddr(SocketAddrV4::new(ip.unwrap_or(Ipv4Addr::UNSPECIFIED), port));
         // SAFETY: the id is alive; `sa` is a valid sockaddr_in.
         let rc = unsafe {
             sys::rdma_bind_addr(id.raw.as_ptr(), (&mut sa as *mut libc::sockaddr_in).cast())

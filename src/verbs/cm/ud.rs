@@ -40,14 +40,31 @@ impl UdPeer {
 
 impl CmId {
     /// A UDP-space id on its own channel, its address and route to `dst` resolved (with the
-    /// traffic class `tos`, as [`CmId::resolve`]).
-    pub fn resolve_ud(dst: SocketAddrV4, tos: Option<u8>, attention: Attention) -> Result<CmId> {
-        Self::resolve_in(dst, sys::rdma_port_space::RDMA_PS_UDP, tos, attention)
+    /// traffic class `tos`, as [`CmId::resolve`]),
+    /// from the local address `src` when given.
+    pub fn resolve_ud(
+        src: Option<std::net::Ipv4Addr>,
+        dst: SocketAddrV4,
+        tos: Option<u8>,
+        attention: Attention,
+    ) -> Result<CmId> {
+        Self::resolve_in(src, dst, sys::rdma_port_space::RDMA_PS_UDP, tos, attention)
     }
 
-    /// A UDP-space id listening on `port` of every IPv4 address.
-    pub fn listen_ud(port: u16, backlog: i32, attention: Attention) -> Result<CmId> {
-        Self::listen_in(port, backlog, sys::rdma_port_space::RDMA_PS_UDP, attention)
+    /// A UDP-space id listening on `port` of `ip` (every IPv4 address when None).
+    pub fn listen_ud(
+        ip: Option<std::net::Ipv4Addr>,
+        port: u16,
+        backlog: i32,
+        attention: Attention,
+    ) -> Result<CmId> {
+        Self::listen_in(
+            ip,
+            port,
+            backlog,
+            sys::rdma_port_space::RDMA_PS_UDP,
+            attention,
+        )
     }
 
     /// The Q_Key the CM gives this id's datagrams (what `rdma_init_qp_attr` sets at INIT).
