@@ -139,7 +139,16 @@ pub fn pair(on: &On, tool: &str, server: Who, client: Who, args: &[&str]) -> (St
         .spawn()
         .unwrap();
     let (c, s) = (wait(c), wait(s));
-    let what = format!("{tool} {args:?}, server {server:?}, client {client:?}");
+    both_ok(
+        &format!("{tool} {args:?}, server {server:?}, client {client:?}"),
+        &s,
+        &c,
+    );
+    (s.out, c.out)
+}
+
+/// Both sides of `what` exited 0; else both sides' output.
+pub fn both_ok(what: &str, s: &Ran, c: &Ran) {
     assert!(
         s.code == 0 && c.code == 0,
         "{what}: server exit {}, client exit {}\n--- server\n{}{}\n--- client\n{}{}",
@@ -150,7 +159,6 @@ pub fn pair(on: &On, tool: &str, server: Who, client: Who, args: &[&str]) -> (St
         c.out,
         c.err
     );
-    (s.out, c.out)
 }
 
 /// The rows of the table under `header`, as numbers.

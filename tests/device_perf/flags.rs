@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::perftest_pair::{self, check_bw, next_port, table, wait, On, Ran, Who, LAT_HEADER};
+use super::perftest_pair::{
+    self, both_ok, check_bw, next_port, table, wait, On, Ran, Who, LAT_HEADER,
+};
 
 /// A server and its client with their own flags; neither's exit is judged here.
 fn sides(on: &On, tool: &str, server: (Who, &[&str]), client: (Who, &[&str])) -> (Ran, Ran) {
@@ -24,17 +26,16 @@ fn sides(on: &On, tool: &str, server: (Who, &[&str]), client: (Who, &[&str])) ->
     (wait(s), c)
 }
 
-fn both_ok(what: &str, s: &Ran, c: &Ran) {
-    assert!(
-        s.code == 0 && c.code == 0,
-        "{what}: server exit {}, client exit {}\n--- server\n{}{}\n--- client\n{}{}",
-        s.code,
-        c.code,
-        s.out,
-        s.err,
-        c.out,
-        c.err
-    );
+/// One side of ours alone (a server unless `server` is given), refused or not: its exit code
+/// and stderr.
+fn run_alone(on: &On, tool: &str, args: &[&str], server: Option<&str>) -> (Option<i32>, String) {
+    let o = perftest_pair::command(on, Who::Ours, tool, args, next_port(), server)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 /// stdout's lines: exactly `n`; where ours measured them (`ours`), each a positive number as
@@ -239,18 +240,8 @@ fn gid_and_path_flags() {
     both_ok("write-bw --force-link Ethernet --dlid 7", &s, &c);
     assert!(c.out.contains(" remote address: LID 0x07 "), "{}", c.out);
     // IB on a RoCE port is refused before any peer is reached.
-    let o = perftest_pair::command(
-        &on,
-        Who::Ours,
-        "write-bw",
-        &["--force-link", "IB"],
-        next_port(),
-        None,
-    )
-    .output()
-    .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    let (code, err) = run_alone(&on, "write-bw", &["--force-link", "IB"], None);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("--force-link IB: ") && err.contains("is Ethernet (RoCE)"),
         "{err}"
@@ -290,15 +281,8 @@ fn buffers_in_a_file_and_odp_refused_by_soft_roce() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
     // Soft-RoCE on Debian 12's kernel has no ODP: refused before any peer, in one line.
-    let o = perftest_pair::command(&on, Who::Ours, "read-bw", &["--odp"], next_port(), None)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(
-        (o.status.code(), err.lines().count()),
-        (Some(1), 1),
-        "{err}"
-    );
+    let (code, err) = run_alone(&on, "read-bw", &["--odp"], None);
+    assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
     assert!(
         err.contains("--odp: ") && err.contains("does not support on-demand paging"),
         "{err}"
@@ -364,11 +348,8 @@ fn the_software_limiter_paces_the_posts() {
     );
     // HW by name fails on Ethernet before any peer is reached.
     let hw: &[&str] = &["--rate_limit_type", "HW", "--rate_limit", "10"];
-    let o = perftest_pair::command(&on, Who::Ours, "write-bw", hw, next_port(), None)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    let (code, err) = run_alone(&on, "write-bw", hw, None);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("The QP failed to accept HW rate limit"),
         "{err}"
@@ -444,22 +425,8 @@ fn source_ip_binds_both_ends() {
         .status();
     wait(server);
     // An address this host does not have: one line, before anything is made.
-    let o = perftest_pair::command(
-        &on,
-        Who::Ours,
-        "write-bw",
-        &["--source_ip", "192.0.2.9"],
-        next_port(),
-        Some(&ip),
-    )
-    .output()
-    .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(
-        (o.status.code(), err.lines().count()),
-        (Some(1), 1),
-        "{err}"
-    );
+    let (code, err) = run_alone(&on, "write-bw", &["--source_ip", "192.0.2.9"], Some(&ip));
+    assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
     assert!(
         err.contains("--source_ip 192.0.2.9: not an address of this host"),
         "{err}"
