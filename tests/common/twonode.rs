@@ -152,8 +152,10 @@ pub fn tool_pair(tool: &str, port: u16, args: &[&str]) -> Child {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rdma-bench"));
     c.arg(tool).args(device_flags(port)).args(args);
     if node() == 1 {
-        // Our client retries until the server listens.
-        c.arg(env("SOFTROCE_PEER"));
+        // Our client retries until the server listens. Node 0 may first start a capture or
+        // run a check of its own, and two starved guests stretch that past the default 10 s.
+        c.args(["--connect-timeout", "60"])
+            .arg(env("SOFTROCE_PEER"));
     }
     c.stdout(Stdio::piped())
         .stderr(Stdio::piped())
