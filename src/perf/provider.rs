@@ -79,6 +79,12 @@ pub(super) fn mr_access(ctx: &Context, verb: Verb) -> Access {
         }
 }
 
+/// Whether perftest knows the device (its `ib_dev_name`): on one it does not, it turns any
+/// inline size asked for with `-I` to 0 ("Device not recognized to implement inline feature").
+pub(super) fn inline_recognized(vendor: u32, part: u32) -> bool {
+    family(vendor, part) != Family::Unknown
+}
+
 /// perftest's default inline size (`ctx_set_max_inline`) for `tool` over `qp_type` on the device
 /// with PCI `vendor` and `part` ids: latency WRITEs 220 and SENDs 236 (188 over UD) on the
 /// devices it knows, its per-vendor values where it has them, and 0 for bandwidth tests, READs,
@@ -207,5 +213,8 @@ mod tests {
         assert_eq!(default_inline(0xffffff, 0, Tool::WRITE_LAT, rc), 0);
         assert_eq!(default_inline(0x626d74, 1, Tool::SEND_LAT, rc), 0);
         assert_eq!(default_inline(0x02c9, 9999, Tool::WRITE_LAT, rc), 0);
+        // Soft-RoCE (vendor 0xffffff) is not in the table; a ConnectX-6 is.
+        assert!(!inline_recognized(0xffffff, 0));
+        assert!(inline_recognized(0x02c9, 4123));
     }
 }

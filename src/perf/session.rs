@@ -209,8 +209,14 @@ impl Session {
             },
             Verb::Write | Verb::Send => 1,
         };
+        // perftest disables a requested inline size on a device it does not know (Soft-RoCE
+        // among them), with a line to say so; the same here, or the two would post differently.
+        let inline_refused = matches!(tool.verb, Verb::Write | Verb::Send)
+            && settings.inline_request.is_some()
+            && !super::provider::inline_recognized(vendor, part);
         let inline = match (tool.verb, settings.inline_request) {
             (Verb::Read | Verb::Atomic, _) => 0,
+            (_, Some(_)) if inline_refused => 0,
             (_, Some(i)) => i,
             (_, None) => super::provider::default_inline(vendor, part, tool, settings.qp_type),
         };
@@ -364,6 +370,10 @@ impl Session {
         for n in &notices {
             println!("{}", super::report::RESULT_LINE);
             println!("{n}");
+        }
+        if inline_refused {
+            println!("{}", super::report::RESULT_LINE);
+            eprintln!("Device not recognized to implement inline feature. Disabling it");
         }
         if s.settings.output.is_none() {
             println!("{}", s.info().block());
