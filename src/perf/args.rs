@@ -136,6 +136,9 @@ pub struct PerfArgs {
     /// Run until stopped, printing a row every -D seconds (5 by default) (BW tests)
     #[arg(long = "run_infinitely")]
     pub run_infinitely: bool,
+    /// Reverse the traffic: the server posts and the client is the passive side (BW tests)
+    #[arg(long = "reversed")]
+    pub reversed: bool,
     /// Both sides post at once (BW tests); the table sums both directions
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
@@ -291,6 +294,7 @@ pub fn refused_by(tool: Tool) -> Vec<&'static str> {
             "report_both",
             "run_infinitely",
             "post_list",
+            "reversed",
         ]);
     } else {
         ids.extend(["report_unsorted", "report_cycles", "report_histogram"]);
@@ -350,7 +354,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('P'), "client", "raw Ethernet"),
     (Some('v'), "mac_fwd", "raw Ethernet"),
     (None, "use-srq", "SRQs"),
-    (None, "reversed", "reversed roles"),
     (None, "mr_per_qp", "one MR per QP"),
     (None, "report-per-port", "per-port reports"),
     (None, "use_rss", "raw Ethernet"),

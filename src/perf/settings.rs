@@ -77,7 +77,8 @@ pub enum Length {
 pub struct Settings {
     /// Which test.
     pub tool: Tool,
-    /// True on the side that was given a server to connect to.
+    /// True on the side that posts (perftest's CLIENT machine): the one given a server to
+    /// connect to, or with `--reversed` the other. The TCP exchange keeps its own roles.
     pub is_client: bool,
     /// The sizes to run, in order (one, or 2 … 8 MiB with `-a`).
     pub sizes: Vec<u64>,
@@ -433,13 +434,15 @@ impl Settings {
         };
         // perftest's limit is per QP; ours counts every QP's messages, as the peak's cost grows
         // with their square.
+        // perftest's machine: the client posts, unless --reversed makes the server post.
+        let posts = a.server.is_some() != a.reversed;
         let no_peak = a.no_peak
             || matches!(length, Length::Duration { .. })
             || matches!(length, Length::Iters(n) if bw && n * u64::from(qps) > PEAK_ITERS_LIMIT)
-            || (verb == Verb::Send && bw && a.server.is_none() && !a.bidirectional);
+            || (verb == Verb::Send && bw && !posts && !a.bidirectional);
         Ok(Settings {
             tool,
-            is_client: a.server.is_some(),
+            is_client: posts,
             sizes,
             alloc_size,
             explicit_size: a.size.is_some(),

@@ -432,3 +432,25 @@ fn source_ip_binds_both_ends() {
         "{err}"
     );
 }
+
+#[test]
+fn reversed_makes_the_server_post() {
+    let on = On::testbed();
+    // --reversed: the server posts and prints the measured rows, the client is the passive
+    // side; the TCP exchange keeps its roles. Both ways against perftest, a one-sided tool and
+    // SENDs, and ours on both sides.
+    let args: &[&str] = &["-n", "300", "-s", "1024", "--reversed"];
+    let runs = [
+        ("write-bw", Who::Ours, Who::Perftest),
+        ("write-bw", Who::Perftest, Who::Ours),
+        ("send-bw", Who::Ours, Who::Perftest),
+        ("send-bw", Who::Perftest, Who::Ours),
+        ("read-bw", Who::Ours, Who::Ours),
+    ];
+    for (tool, server, client) in runs {
+        let (s, c) = sides(&on, tool, (server, args), (client, args));
+        both_ok(&format!("{tool} --reversed"), &s, &c);
+        // The poster's table is the server's now: check it as a client's.
+        check_bw(tool, &c.out, &s.out, &[1024], 300, (client, server));
+    }
+}

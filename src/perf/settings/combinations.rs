@@ -38,6 +38,18 @@ pub(super) fn refuse_combinations(tool: Tool, a: &PerfArgs) -> Result<()> {
     if a.bidirectional && !bw {
         return Err(refuse("Bidirectional is only available in BW test"));
     }
+    if a.reversed {
+        if !bw {
+            return Err(refuse("--reversed is only available in BW tests"));
+        }
+        // perftest's RDMA CM connect follows the reversed roles (its server would dial out with
+        // no address): it cannot run this, and neither side could meet the other.
+        if a.rdma_cm || a.comm_rdma_cm {
+            return Err(refuse(
+                "--reversed cannot go with -R or -z: RDMA CM's roles would be reversed too",
+            ));
+        }
+    }
     if a.report_both && !a.bidirectional {
         return Err(refuse("--report-both prints each side of a -b run: add -b"));
     }

@@ -390,3 +390,33 @@ fn rate_limits_as_perftest_resolves_them() {
         "{e}"
     );
 }
+
+#[test]
+fn reversed_makes_the_server_post() {
+    let server = Settings::resolve(Tool::WRITE_BW, &args(|a| a.reversed = true)).unwrap();
+    assert!(server.is_client, "the server posts");
+    let client = Settings::resolve(
+        Tool::SEND_BW,
+        &args(|a| {
+            a.reversed = true;
+            a.server = Some("peer".into());
+        }),
+    )
+    .unwrap();
+    // The client receives SENDs now, and a receiver keeps no peak, as perftest's server.
+    assert!(!client.is_client && client.no_peak);
+    assert_eq!(
+        err(Tool::WRITE_LAT, |a| a.reversed = true),
+        "--reversed is only available in BW tests"
+    );
+    for cm in [true, false] {
+        assert_eq!(
+            err(Tool::READ_BW, |a| {
+                a.reversed = true;
+                a.rdma_cm = cm;
+                a.comm_rdma_cm = !cm;
+            }),
+            "--reversed cannot go with -R or -z: RDMA CM's roles would be reversed too"
+        );
+    }
+}
