@@ -28,13 +28,26 @@
 # operations; (Ir(N2) - Ir(N1)) / (N2 - N1) removes setup and teardown, leaving the per-op cost of
 # the posting loop with everything it calls in user space (the provider's post_send included).
 # One extra row shows the original's eager reaping rule at postlist 16, for reference.
+#
+# The gate (COMPARE_PARTS=gate, what CI runs in its device boot): WRITE 32 B at postlist 1 and 16,
+# perftest's ib_write_bw (--use_old_post_send -Q 64|16 -t 128 -I 60) counted once at N1 and N2, and
+# against those same runs both of ours: rw-tput-sender with the matched knobs above and write-bw
+# with ib_write_bw's own flags. COMPARE_GATE=PCT then fails the script (exit 6) when any row's
+# instructions per op exceed perftest's by more than PCT percent; each row's verdict is printed.
+#
+# Environment: COMPARE_PARTS (default: all but gate); COMPARE_REPS (5) alternated runs per rate
+# pair; COMPARE_DURATION (3) seconds per run; COMPARE_N1 / COMPARE_N2 (50000 / 250000; keep both
+# above 20000, where perftest stops stamping posts for its peak) operations under callgrind;
+# COMPARE_LAT_N (20000) latency iterations; COMPARE_BIN (target/release, built here first) the
+# directory of our binaries, e.g. target/ci, which is then used as it is; COMPARE_GATE (unset) the
+# gate's margin in percent; COMPARE_TIMEOUT (2400) bounds the testbed run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 cd "$root"
 
 source "$here/lib/testbed.sh"
-build_outside_testbed --bins
+[ -n "${COMPARE_BIN:-}" ] || build_outside_testbed --bins
 on_device "${COMPARE_TIMEOUT:-2400}" target/compare "$0" "$@"
 for t in ib_write_bw ib_read_bw ib_write_lat valgrind memcached python3; do
   command -v $t >/dev/null || { echo "compare-perftest.sh: $t not found (bench_scripts/softroce.sh setup installs it)" >&2; exit 1; }
@@ -50,7 +63,12 @@ out=target/compare
 mkdir -p "$out"
 raw=$out/raw.txt
 : >"$raw"
-B=target/release
+B=${COMPARE_BIN:-target/release}
+[ -x "$B/rdma-bench" ] && [ -x "$B/rw-tput-sender" ] ||
+  { echo "compare-perftest.sh: no rdma-bench and rw-tput-sender in $B (COMPARE_BIN)" >&2; exit 2; }
+GATE=${COMPARE_GATE:-}
+[ -z "$GATE" ] || [[ $GATE =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+  { echo "compare-perftest.sh: COMPARE_GATE must be a margin in percent, e.g. 5 (got '$GATE')" >&2; exit 2; }
 dev=${RDMA_BENCH_DEVICE:-$(basename "$(dirname "$(dirname "$(grep -l ACTIVE /sys/class/infiniband/*/ports/*/state | head -1)")")")}
 gid=${RDMA_BENCH_GID_INDEX:-}
 pt=(-d "$dev" -F)
@@ -174,6 +192,11 @@ if [[ " $PARTS " == *" tools "* ]]; then
 fi
 
 # Instructions per op (callgrind), WRITE 32 B, postlist 1 and 16.
+failed() { # what log: a counted run that failed ends the script (a count of a failed run is no count)
+  echo "compare-perftest.sh: under callgrind, $1 failed; its output:" >&2
+  tail -5 "$2" >&2
+  exit 1
+}
 ir() { # outfile -> total Ir
   awk '/^(summary|totals):/{print $2; exit}' "$1"
 }
@@ -181,7 +204,8 @@ ours_ir() { # postlist unsig iters [extra flags]
   $B/rw-tput-sender --is-client 1 "${ours_dev[@]}" "${reg[@]}" --duration 600 >/dev/null 2>&1 &
   local c=$!
   valgrind --tool=callgrind --callgrind-out-file="$out/cg.ours" $B/rw-tput-sender "${ours_dev[@]}" "${reg[@]}" \
-    --size 32 --postlist "$1" --unsig-batch "$2" --iters "$3" --hugepages off "${inline[@]}" "${@:4}" >/dev/null 2>&1
+    --size 32 --postlist "$1" --unsig-batch "$2" --iters "$3" --hugepages off "${inline[@]}" "${@:4}" \
+    >"$out/ours.log" 2>&1 || failed "rw-tput-sender --postlist $1 --iters $3 ${*:4}" "$out/ours.log"
   wait $c || true
   ir "$out/cg.ours"
 }
@@ -190,7 +214,8 @@ perftest_ir() { # postlist cqmod iters [extra flags]
   local s=$!
   sleep 1
   valgrind --tool=callgrind --callgrind-out-file="$out/cg.perftest" ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" \
-    -t 128 -I 60 -n "$3" "${@:4}" 127.0.0.1 >/dev/null 2>&1
+    -t 128 -I 60 -n "$3" "${@:4}" 127.0.0.1 >"$out/perftest.log" 2>&1 ||
+    failed "ib_write_bw -l $1 -Q $2 -n $3 ${*:4}" "$out/perftest.log"
   wait $s || true
   ir "$out/cg.perftest"
 }
@@ -221,16 +246,17 @@ fi
 # Instructions per op of the perftest-compatible tools: the posting client under callgrind, the
 # passive server outside it, at N1 and N2 WRITEs (both above 20000, so that neither stamps posts
 # for the peak).
-tool_ir() { # impl postlist iters
+tool_ir() { # impl postlist iters [extra flags, both sides]
   local cmd=(ib_write_bw -F)
   [ "$1" = ours ] && cmd=($B/rdma-bench write-bw)
   local port=$((20000 + RANDOM % 40000)) x=()
   [ -n "$gid" ] && x=(-x "$gid")
-  timeout 900 "${cmd[@]}" -d "$dev" "${x[@]}" -p "$port" -s 32 -l "$2" -n "$3" >/dev/null 2>&1 &
+  timeout 900 "${cmd[@]}" -d "$dev" "${x[@]}" -p "$port" -s 32 -l "$2" -n "$3" "${@:4}" >/dev/null 2>&1 &
   local s=$!
   sleep 1
   valgrind --tool=callgrind --callgrind-out-file="$out/cg.tool.$1" "${cmd[@]}" -d "$dev" "${x[@]}" \
-    -p "$port" -s 32 -l "$2" -n "$3" 127.0.0.1 >/dev/null 2>&1
+    -p "$port" -s 32 -l "$2" -n "$3" "${@:4}" 127.0.0.1 >"$out/tool.log" 2>&1 ||
+    failed "${cmd[*]} -l $2 -n $3 ${*:4}" "$out/tool.log"
   wait $s || true
   ir "$out/cg.tool.$1"
 }
@@ -245,12 +271,30 @@ if [[ " $PARTS " == *" tools_instr "* ]]; then
   done
 fi
 
+if [[ " $PARTS " == *" gate "* ]]; then
+  for l in 1 16; do
+    q=$([ $l = 1 ] && echo 64 || echo 16)
+    pt_flags=(-Q "$q" -t 128 -I 60 --use_old_post_send)
+    p1=$(perftest_ir "$l" "$q" "$N1" --use_old_post_send); p2=$(perftest_ir "$l" "$q" "$N2" --use_old_post_send)
+    r1=$(ours_ir "$l" "$q" "$N1" --reap lazy); r2=$(ours_ir "$l" "$q" "$N2" --reap lazy)
+    w1=$(tool_ir ours "$l" "$N1" "${pt_flags[@]}"); w2=$(tool_ir ours "$l" "$N2" "${pt_flags[@]}")
+    perftest_per_op=$(per_op "$p1" "$p2" "$N1" "$N2")
+    name="rw-tput-sender WRITE 32B postlist $l vs ib_write_bw (user instr/op)"
+    RES[$name]="$(per_op "$r1" "$r2" "$N1" "$N2") $perftest_per_op $r1,$r2 / $p1,$p2"
+    ORDER+=("$name")
+    name="rdma-bench write-bw -s 32 -l $l -Q $q vs ib_write_bw (user instr/op)"
+    RES[$name]="$(per_op "$w1" "$w2" "$N1" "$N2") $perftest_per_op $w1,$w2 / $p1,$p2"
+    ORDER+=("$name")
+    echo "callgrind gate postlist $l: rw-tput-sender $r1 -> $r2, write-bw $w1 -> $w2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
+  done
+fi
+
 # One row per pair: name, our median, perftest's median, and the individual runs.
 : >"$out/pairs.tsv"
 for k in "${ORDER[@]}"; do printf '%s\t%s\n' "$k" "${RES[$k]}" >>"$out/pairs.tsv"; done
-python3 - "$out" "$dev" "$D" "$REPS" "$N1" "$N2" "$LAT_N" <<'PY'
+python3 - "$out" "$dev" "$D" "$REPS" "$N1" "$N2" "$LAT_N" "$GATE" <<'PY'
 import json, sys
-out, dev, dur, reps, n1, n2, lat_n = sys.argv[1:]
+out, dev, dur, reps, n1, n2, lat_n, gate = sys.argv[1:]
 rows = []
 for line in open(f"{out}/pairs.tsv"):
     name, rest = line.rstrip("\n").split("\t")
@@ -275,4 +319,18 @@ meta = {"device": dev, "duration_s": float(dur), "reps": int(reps), "callgrind_o
         "latency_iters": int(lat_n)}
 json.dump({"meta": meta, "pairs": rows}, open(f"{out}/results.json", "w"), indent=1)
 print(f"(ratio = ours / perftest; medians of {reps} alternated runs of {dur} s on {dev}; JSON: {out}/results.json)")
+if gate:
+    limit = 1 + float(gate) / 100
+    over = []
+    for r in rows:
+        if "instr" not in r["pair"]:
+            continue
+        ok = r["ours"] <= r["perftest"] * limit
+        print(f"gate: {r['pair']}: ours {r['ours']:.1f} against perftest's {r['perftest']:.1f} x {limit:g} = "
+              f"{r['perftest'] * limit:.1f}: {'ok' if ok else 'EXCEEDED'}")
+        if not ok:
+            over.append(r["pair"])
+    if over:
+        print(f"compare-perftest.sh: the gate failed: {len(over)} row(s) cost more than perftest + {gate} %", file=sys.stderr)
+        sys.exit(6)
 PY

@@ -96,7 +96,8 @@ echo "v55 build step: $((SECONDS - v55_start)) s; $(ldd "${v55[0]%% *}" | grep l
 echo "== [$(date +%T)] device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
 # Each binary prints libtest's own "test result:" line; any failure fails the run.
 # After "--": the v55 binaries, each "PATH [libtest filter args]", in the same boot.
-bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
+GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} \
+  bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c '
   rc=0 label=
   echo "device: $RDMA_BENCH_DEVICE, GID index $RDMA_BENCH_GID_INDEX"
   for b in "$@"; do
@@ -111,6 +112,11 @@ bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-900}" -- bash -c
     echo "-- $(basename "${cmd[0]}")$label"
     "${cmd[@]}" --test-threads=2 --color never || rc=1
   done
+  # The zero-overhead claim: user instructions per WRITE (callgrind) of rw-tput-sender and
+  # write-bw against perftest'"'"'s ib_write_bw on this device, at most GATE % above (docs/testing.md).
+  echo "-- instruction gate: ours against ib_write_bw, WRITE 32 B, postlist 1 and 16 (callgrind)"
+  COMPARE_PARTS=gate COMPARE_BIN="$GATE_BIN" COMPARE_N1=22400 COMPARE_N2=102400 COMPARE_GATE="$GATE" \
+    bench_scripts/compare-perftest.sh || rc=1
   exit $rc' device-tests "${bins[@]}" -- "${v55[@]}"
 
 # on_nodes N LABEL [softroce options] -- BINARIES: every binary on every node of an N-guest testbed.
