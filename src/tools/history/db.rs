@@ -2,7 +2,7 @@
 //! ours or whose schema is newer), and reading runs back.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{params_from_iter, Connection, OpenFlags, TransactionBehavior};
 
@@ -146,9 +146,22 @@ pub fn open(path: &Path, create: bool) -> Result<Connection> {
 /// Makes the schema in an empty database; another recorder that got there first wins.
 fn init(conn: &mut Connection, path: &Path) -> Result<()> {
     let fail = |e: rusqlite::Error| Error::config(format!("cannot write {}: {e}", path.display()));
-    // WAL: readers never block the writer, and a second writer waits (busy timeout).
-    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
-        .map_err(fail)?;
+    // WAL: readers never block the writer, and a second writer waits (busy timeout). The
+    // switch needs the file to itself, and SQLite answers BUSY at once, without the busy
+    // handler, while another recorder is creating the same database: retried within the
+    // busy timeout.
+    let asked = Instant::now();
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && asked.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            r => break r.map_err(fail)?,
+        }
+    }
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(fail)?;
