@@ -148,7 +148,11 @@ impl Receives {
 }
 
 /// Runs one size on the receiving side of send-bw (perftest's run_iter_bw_server): counts
-/// RECVs from the first to the last. Peak is never computed. With `--run_infinitely` a row goes
+/// RECVs up to the last. Peak is never computed. Polling, the span starts before the last poll
+/// that found nothing: every RECV arrived after it. (perftest starts at the poll that finds the
+/// first RECVs, which leaves them out of the span: near infinity for a run whose RECVs all
+/// come in one poll.) With `-e` it starts at that poll, as perftest's: a clock read before
+/// the wait for an event would count the sender's setup. With `--run_infinitely` a row goes
 /// to `interval` every window until a stop request, or until the client has been quiet for
 /// a while (it was stopped); the row returned is then the last full window's.
 pub fn receive_side(
@@ -164,7 +168,7 @@ pub fn receive_side(
     let mut guard = stall(attention, STALL, events);
     let mut ended = stall(attention, LOSS_QUIET, events);
     let cq = Arc::clone(&rx.cq);
-    let (mut first, mut last) = (0u64, 0u64);
+    let (mut first, mut last) = (clock::now(), 0u64);
     let timed = st.window();
     let ticks_per_s = clock::ticks_per_us() * 1e6;
     // Started at the first RECV, as perftest's receiver starts its clock.
@@ -190,8 +194,16 @@ pub fn receive_side(
             break;
         }
         let before = rx.rcnt;
+        let polled_at = if before == 0 && !events {
+            clock::now()
+        } else {
+            0
+        };
         let n = rx.poll(s)?;
         if n == 0 {
+            if before == 0 && !events {
+                first = polled_at;
+            }
             if st.infinite && rx.rcnt > 0 {
                 // The client stops by Ctrl-C; it then waits for us at the closing handshake.
                 if ended.idle(String::new).is_err() {
@@ -208,7 +220,9 @@ pub fn receive_side(
         ended.progress();
         let t = clock::now();
         if before == 0 {
-            first = t;
+            if events {
+                first = t;
+            }
             if let Some((secs, margin)) = timed {
                 window.start(secs, margin);
             }
