@@ -11,6 +11,7 @@
 /* Classic post/poll (ops table through the context). */
 int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+int shim_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int shim_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int shim_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 

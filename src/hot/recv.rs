@@ -5,18 +5,28 @@ use std::sync::Arc;
 use super::raw::RawArray;
 use crate::error::{Error, Result};
 use crate::sys;
-use crate::verbs::{MemoryRegion, QueuePair, WorkCompletion};
+use crate::verbs::{MemoryRegion, QueuePair, SharedReceiveQueue, WorkCompletion};
 
-/// `n` linked receive WRs for one QP; slot `i` receives into `offset + i·stride` of the region,
-/// `len` bytes. The QP keeps the region alive while RECVs are posted.
+/// Where a [`RecvBatch`] posts.
+enum Target {
+    /// The receive queue of the QP with this serial.
+    Qp(u64),
+    /// A shared receive queue.
+    Srq(Arc<SharedReceiveQueue>),
+}
+
+/// `n` linked receive WRs for one QP, or for an SRQ; slot `i` receives into
+/// `offset + i·stride` of the region, `len` bytes. The QP (or SRQ) keeps the region alive while
+/// RECVs are posted.
 pub struct RecvBatch {
     wrs: RawArray<sys::ibv_recv_wr>,
     _sges: RawArray<sys::ibv_sge>,
-    qp_serial: u64,
+    target: Target,
 }
 
 impl RecvBatch {
-    /// Builds `n` receives of `len` bytes each (UD: include the 40-byte GRH in `len`).
+    /// Builds `n` receives of `len` bytes each (UD: include the 40-byte GRH in `len`) for
+    /// `qp`'s receive queue.
     pub fn new(
         qp: &mut QueuePair,
         mr: &Arc<MemoryRegion>,
@@ -25,24 +35,48 @@ impl RecvBatch {
         offset: usize,
         stride: usize,
     ) -> Result<Self> {
-        if n == 0 {
-            return Err(Error::config("a receive batch needs at least one WR"));
-        }
-        // Checked: a wrapped end would pass the bounds test.
-        let end = (n - 1)
-            .checked_mul(stride)
-            .and_then(|e| e.checked_add(offset))
-            .and_then(|e| e.checked_add(len as usize));
-        match end {
-            Some(end) if end <= mr.len() => {}
-            _ => {
-                return Err(Error::config(format!(
-                    "receive batch of {n} × {len} bytes (stride {stride}, offset {offset}) does not fit the {}-byte MR",
-                    mr.len()
-                )))
-            }
-        }
+        check_fits(mr, n, len, offset, stride)?;
         qp.keep_alive_mr(mr)?;
+        Ok(Self::build(
+            mr,
+            n,
+            len,
+            offset,
+            stride,
+            Target::Qp(qp.serial()),
+        ))
+    }
+
+    /// As [`RecvBatch::new`], for the shared receive queue `srq`: every QP made with it
+    /// consumes these RECVs.
+    pub fn for_srq(
+        srq: &Arc<SharedReceiveQueue>,
+        mr: &Arc<MemoryRegion>,
+        n: usize,
+        len: u32,
+        offset: usize,
+        stride: usize,
+    ) -> Result<Self> {
+        check_fits(mr, n, len, offset, stride)?;
+        srq.keep_alive_mr(mr)?;
+        Ok(Self::build(
+            mr,
+            n,
+            len,
+            offset,
+            stride,
+            Target::Srq(Arc::clone(srq)),
+        ))
+    }
+
+    fn build(
+        mr: &MemoryRegion,
+        n: usize,
+        len: u32,
+        offset: usize,
+        stride: usize,
+        target: Target,
+    ) -> Self {
         let sges = RawArray::new(
             (0..n)
                 .map(|i| sys::ibv_sge {
@@ -66,11 +100,20 @@ impl RecvBatch {
             // SAFETY: both entries are in bounds; no reference to the array exists.
             unsafe { (*wrs.at(i)).next = wrs.at(i + 1) };
         }
-        Ok(RecvBatch {
+        RecvBatch {
             wrs,
             _sges: sges,
-            qp_serial: qp.serial(),
-        })
+            target,
+        }
+    }
+
+    /// Gives every WR the same `wr_id` (by default slot `i` carries `i`), e.g. the index of the
+    /// QP whose buffer it fills, which an SRQ's completion does not otherwise tell.
+    pub fn set_wr_id(&mut self, id: u64) {
+        for i in 0..self.wrs.len() {
+            // SAFETY: in bounds; nothing is posted while `&mut self` is held here.
+            unsafe { (*self.wrs.at(i)).wr_id = id };
+        }
     }
 
     /// Number of WRs.
@@ -82,26 +125,51 @@ impl RecvBatch {
         self.wrs.len() == 0
     }
 
-    /// Posts the first `n` WRs (all when `n` ≥ len) with one `ibv_post_recv`, on the QP the
-    /// batch was built for.
+    /// Posts the first `n` WRs (all when `n` ≥ len) with one `ibv_post_recv` on the QP the
+    /// batch was built for, or one `ibv_post_srq_recv` on its SRQ (`qp` is then not used).
     #[inline(always)]
     pub fn post(&mut self, qp: &mut QueuePair, n: usize) -> Result<()> {
-        if qp.serial() != self.qp_serial {
-            return Err(Error::config("this batch was built for another QP"));
+        if let Target::Qp(serial) = self.target {
+            if qp.serial() != serial {
+                return Err(Error::config("this batch was built for another QP"));
+            }
         }
         let n = n.min(self.wrs.len());
         if n == 0 {
             return Ok(());
         }
         // SAFETY: `n - 1` is in bounds; the chain is cut after it for this call and restored
-        // after; every SGE lies in the region this (the batch's) QP keeps alive.
+        // after; every SGE lies in the region this batch's QP or SRQ keeps alive, and the SRQ
+        // (not `Sync`) is posted to from this thread only.
         unsafe {
             let last = self.wrs.at_unchecked(n - 1);
             let saved = std::mem::replace(&mut (*last).next, std::ptr::null_mut());
-            let r = qp.post_recv_chain(self.wrs.head());
+            let r = match &self.target {
+                Target::Qp(_) => qp.post_recv_chain(self.wrs.head()),
+                Target::Srq(srq) => srq.post_recv_chain(self.wrs.head()),
+            };
             (*last).next = saved;
             r
         }
+    }
+}
+
+/// Refuses a batch that is empty or would reach past the region.
+fn check_fits(mr: &MemoryRegion, n: usize, len: u32, offset: usize, stride: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::config("a receive batch needs at least one WR"));
+    }
+    // Checked: a wrapped end would pass the bounds test.
+    let end = (n - 1)
+        .checked_mul(stride)
+        .and_then(|e| e.checked_add(offset))
+        .and_then(|e| e.checked_add(len as usize));
+    match end {
+        Some(end) if end <= mr.len() => Ok(()),
+        _ => Err(Error::config(format!(
+            "receive batch of {n} × {len} bytes (stride {stride}, offset {offset}) does not fit the {}-byte MR",
+            mr.len()
+        ))),
     }
 }
 
@@ -149,12 +217,11 @@ impl RecvRing {
             )));
         }
         // Reuse the batch's bounds check and chain; then close the circle.
-        let batch = RecvBatch::new(qp, mr, n, len, offset, stride)?;
-        let RecvBatch {
-            wrs,
-            _sges,
-            qp_serial,
-        } = batch;
+        check_fits(mr, n, len, offset, stride)?;
+        qp.keep_alive_mr(mr)?;
+        let qp_serial = qp.serial();
+        let RecvBatch { wrs, _sges, .. } =
+            RecvBatch::build(mr, n, len, offset, stride, Target::Qp(qp_serial));
         // SAFETY: both entries are in bounds; no reference to the array exists.
         unsafe { (*wrs.at(n - 1)).next = wrs.at(0) };
         Ok(RecvRing {

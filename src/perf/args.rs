@@ -139,6 +139,9 @@ pub struct PerfArgs {
     /// Reverse the traffic: the server posts and the client is the passive side (BW tests)
     #[arg(long = "reversed")]
     pub reversed: bool,
+    /// The receiving side takes its RECVs from one Shared Receive Queue of -r entries (SEND tests)
+    #[arg(long = "use-srq")]
+    pub use_srq: bool,
     /// Both sides post at once (BW tests); the table sums both directions
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
@@ -307,7 +310,7 @@ pub fn refused_by(tool: Tool) -> Vec<&'static str> {
         _ => ids.push("outs"),
     }
     if tool.verb != Verb::Send {
-        ids.push("rx_depth");
+        ids.extend(["rx_depth", "use_srq"]);
     }
     if tool.verb != Verb::Atomic {
         ids.push("atomic_type");
@@ -353,7 +356,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('Z'), "server", "raw Ethernet"),
     (Some('P'), "client", "raw Ethernet"),
     (Some('v'), "mac_fwd", "raw Ethernet"),
-    (None, "use-srq", "SRQs"),
     (None, "mr_per_qp", "one MR per QP"),
     (None, "report-per-port", "per-port reports"),
     (None, "use_rss", "raw Ethernet"),
@@ -421,10 +423,13 @@ mod tests {
             e,
             "perftest's -g/--mcg (multicast) is not implemented in rdma-bench write-bw yet"
         );
-        let e = refuse_unimplemented(Tool::SEND_LAT, &v(&["--use-srq"]))
+        let e = refuse_unimplemented(Tool::SEND_BW, &v(&["--mr_per_qp"]))
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("perftest's --use-srq (SRQs)"), "{e}");
+        assert!(
+            e.starts_with("perftest's --mr_per_qp (one MR per QP)"),
+            "{e}"
+        );
         assert!(refuse_unimplemented(Tool::WRITE_BW, &v(&["-aF", "-s", "-5", "host"])).is_ok());
         assert!(refuse_unimplemented(Tool::WRITE_BW, &v(&["--", "-b"])).is_ok());
     }

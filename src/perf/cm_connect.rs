@@ -258,7 +258,7 @@ impl Session {
                 self.ud_qkey = qkey;
                 // The client's QP number arrives in the first datagram, GRH first.
                 let off = self.geo.local(q as u64) as usize;
-                let mut r = crate::hot::RecvBatch::new(&mut self.qps[q], &self.mr, 1, 44, off, 0)?;
+                let mut r = self.recvs_at(q, off, 44, 1)?;
                 if both_send {
                     r.post(&mut self.qps[q], 1)?;
                 }

@@ -17,9 +17,12 @@ use crate::verbs::{CompletionQueue, QpType, WorkCompletion};
 /// rest as lost (a SEND that finds no RECV is dropped): it reports what arrived.
 const LOSS_QUIET: Duration = Duration::from_secs(5);
 
-/// Each QP's RECVs, and how many SENDs of the current size arrived.
+/// Each QP's RECVs, and how many SENDs of the current size arrived. A RECV's `wr_id` is the
+/// index of the QP whose buffer it fills: with `--use-srq` any QP may consume it.
 pub struct Receives {
     batches: Vec<RecvBatch>,
+    /// RECVs each batch keeps posted: `rx_depth`, or its share of the SRQ's.
+    depth: u64,
     /// Per QP, RECVs posted for the current size (one a lost SEND left posted counts).
     posted: Vec<u64>,
     /// Per QP, RECVs on the queue now.
@@ -28,7 +31,6 @@ pub struct Receives {
     due: Vec<u64>,
     /// RECVs per ibv_post_recv (`--recv_post_list`).
     chain: u64,
-    qpns: Vec<u32>,
     cq: Arc<CompletionQueue>,
     wcs: [WorkCompletion; POLL_BATCH],
     /// Per QP, RECVs are reposted until this many were posted (every time in a timed run).
@@ -48,19 +50,27 @@ impl Receives {
         let chain = s.settings.recv_post_list;
         let mut batches = Vec::with_capacity(nq);
         for q in 0..nq {
-            batches.push(s.recv_chain(q, s.settings.alloc_size, chain as usize)?);
+            let mut b = s.recv_chain(q, s.settings.alloc_size, chain as usize)?;
+            b.set_wr_id(q as u64);
+            batches.push(b);
         }
+        let rx_depth = u64::from(s.settings.rx_depth);
         Ok(Receives {
             batches,
+            // perftest's size_per_qp: the SRQ's entries shared out evenly.
+            depth: if s.srq.is_some() {
+                rx_depth / nq as u64
+            } else {
+                rx_depth
+            },
             posted: vec![0; nq],
             queued: vec![0; nq],
             due: vec![0; nq],
             chain: u64::from(chain),
-            qpns: s.qps.iter().map(|q| q.qp_num()).collect(),
             cq: Arc::clone(s.qps[0].recv_cq()),
             wcs: [WorkCompletion::default(); POLL_BATCH],
             iters: (s.settings.window().is_none()).then(|| s.settings.iters()),
-            rx_depth: u64::from(s.settings.rx_depth),
+            rx_depth,
             rcnt: 0,
             lossy: s.settings.qp_type != QpType::Rc,
             quiet: stall(s.attention, LOSS_QUIET, s.settings.events.is_some()),
@@ -68,12 +78,12 @@ impl Receives {
     }
 
     /// Before a size's handshake (perftest's ctx_set_recv_wqes): fills every QP's receive
-    /// queue with chains of RECVs up to `rx_depth`, counting any a lost SEND left there, and
-    /// restarts the counts.
+    /// queue (or its share of the SRQ) with chains of RECVs, counting any a lost SEND left
+    /// there, and restarts the counts.
     pub fn begin_size(&mut self, s: &mut Session) -> Result<()> {
         let chain = self.chain as usize;
         for q in 0..self.batches.len() {
-            while self.queued[q] + self.chain <= self.rx_depth {
+            while self.queued[q] + self.chain <= self.depth {
                 self.batches[q].post(&mut s.qps[q], chain)?;
                 self.queued[q] += self.chain;
             }
@@ -99,11 +109,7 @@ impl Receives {
             let n = self.cq.poll(&mut self.wcs)?;
             for wc in &self.wcs[..n] {
                 wc.result()?;
-                let q = self
-                    .qpns
-                    .iter()
-                    .position(|&x| x == wc.qp_num())
-                    .unwrap_or(0);
+                let q = wc.wr_id() as usize;
                 self.queued[q] -= 1;
                 if self.iters.is_none_or(|i| self.posted[q] < i) {
                     self.due[q] += 1;

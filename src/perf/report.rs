@@ -98,8 +98,9 @@ impl TestInfo<'_> {
             s.qps
         ));
         line(format!(
-            " Connection type : {}\t\tUsing SRQ      : OFF",
-            s.qp_type.name()
+            " Connection type : {}\t\tUsing SRQ      : {}",
+            s.qp_type.name(),
+            on_off(s.use_srq)
         ));
         // Our MRs never ask for relaxed ordering, and we post with ibv_post_send.
         line(" PCIe relax order: OFF".into());
@@ -125,10 +126,7 @@ impl TestInfo<'_> {
             Verb::Write | Verb::Send => line(format!(" Max inline data : {}[B]", self.inline)),
             Verb::Read | Verb::Atomic => line(format!(" Outstand reads  : {}", self.out_reads)),
         }
-        line(format!(
-            " rdma_cm QPs\t : {}",
-            if s.rdma_cm { "ON" } else { "OFF" }
-        ));
+        line(format!(" rdma_cm QPs\t : {}", on_off(s.rdma_cm)));
         line(format!(" Data ex. method : {}", exchange_method(s)));
         if s.rdma_cm && !s.is_client {
             line(RESULT_LINE.into());
@@ -156,7 +154,7 @@ impl TestInfo<'_> {
             .int("Number_of_qps", u64::from(s.qps))
             .str("Transport_type", "IB")
             .str("Connection_type", s.qp_type.name())
-            .str("Using_SRQ", "OFF")
+            .str("Using_SRQ", on_off(s.use_srq))
             .str("PCIe_relax_order", "OFF")
             .str("ibv_wr_API", "OFF");
         if s.is_client || s.duplex {
@@ -178,7 +176,7 @@ impl TestInfo<'_> {
             Verb::Write | Verb::Send => j.int("Max_inline_data", u64::from(self.inline)),
             Verb::Read | Verb::Atomic => j.int("Outstand_reads", u64::from(self.out_reads)),
         };
-        j.str("rdma_cm_QPs", if s.rdma_cm { "ON" } else { "OFF" })
+        j.str("rdma_cm_QPs", on_off(s.rdma_cm))
             .str("Data_ex_method", exchange_method(s))
     }
 }
@@ -317,6 +315,15 @@ pub fn json_document(info: &JsonObject, rows: &[JsonObject], extra: &JsonObject)
 /// `-A`'s operation name for messages.
 pub fn atomic_name(a: AtomicType) -> &'static str {
     a.name()
+}
+
+/// perftest's word for a flag's state.
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "ON"
+    } else {
+        "OFF"
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
 use crate::mem::{FileBuffer, HugePolicy, Placement};
 use crate::verbs::{
     Access, AddressHandle, ConnectParams, Gid, MemoryRegion, Port, QpCaps, QpInfo, QpSpec, QpType,
-    QueuePair, Resources,
+    QueuePair, Resources, SharedReceiveQueue,
 };
 
 /// One side, connected to its peer's channel, with its QPs made (not yet connected).
@@ -35,6 +35,8 @@ pub struct Session {
     pub port: Port,
     /// The QPs, one per `-q`.
     pub qps: Vec<QueuePair>,
+    /// `--use-srq` on a receiving side: the one queue every QP's RECVs come from.
+    pub(super) srq: Option<Arc<SharedReceiveQueue>>,
     /// The one MR.
     pub mr: Arc<MemoryRegion>,
     /// Buffer layout.
@@ -290,18 +292,34 @@ impl Session {
             max_recv_sge: 1,
             max_inline_data: inline,
         };
+        // --use-srq: one queue of rx_depth RECVs for every QP, as perftest's receiving sides.
+        if settings.srq_here && ctx.is_iwarp() {
+            return Err(Error::config(format!(
+                "--use-srq: {} is an iWARP device, where perftest's credit words keep each SEND \
+                 behind a RECV posted for its QP, which a shared queue cannot promise",
+                ctx.name()
+            )));
+        }
+        let srq = settings
+            .srq_here
+            .then(|| res.srq(settings.rx_depth))
+            .transpose()
+            .map_err(|e| Error::config(format!("--use-srq -r {}: {e}", settings.rx_depth)))?;
         let mut qps = Vec::with_capacity(nq as usize);
         for _ in 0..nq {
-            let qp = res
-                .qp_on(QpSpec::new(settings.qp_type, caps), &send_cq, &recv_cq)
-                .map_err(|e| match e.errno() {
-                    Some(libc::EINVAL | libc::ENOMEM) => Error::config(format!(
-                        "the device refused a QP of depth {} with {inline} bytes inline ({e}): \
+            let spec = QpSpec::new(settings.qp_type, caps);
+            let qp = match &srq {
+                Some(srq) => res.qp_on_srq(spec, &send_cq, &recv_cq, srq),
+                None => res.qp_on(spec, &send_cq, &recv_cq),
+            }
+            .map_err(|e| match e.errno() {
+                Some(libc::EINVAL | libc::ENOMEM) => Error::config(format!(
+                    "the device refused a QP of depth {} with {inline} bytes inline ({e}): \
                          try a smaller -t or -I",
-                        settings.tx_depth
-                    )),
-                    _ => e,
-                })?;
+                    settings.tx_depth
+                )),
+                _ => e,
+            })?;
             if qp.caps().max_inline_data < inline {
                 return Err(Error::config(format!(
                     "inline size {inline} is above what {} grants ({})",
@@ -343,6 +361,7 @@ impl Session {
             channel,
             port,
             qps,
+            srq,
             mr,
             geo,
             my,
@@ -500,10 +519,26 @@ impl Session {
         self.recv_chain(q, size, 1)
     }
 
-    /// `n` chained RECVs of QP `q` into its one receive slot (`--recv_post_list`).
+    /// `n` chained RECVs into QP `q`'s one receive slot (`--recv_post_list`), for that QP's
+    /// receive queue, or with `--use-srq` for the shared one (any QP may then consume them).
     pub fn recv_chain(&mut self, q: usize, size: u64, n: usize) -> Result<RecvBatch> {
         let (off, len) = self.geo.recv_slot(q as u64, size);
-        RecvBatch::new(&mut self.qps[q], &self.mr, n, len as u32, off as usize, 0)
+        self.recvs_at(q, off as usize, len as u32, n)
+    }
+
+    /// `n` chained RECVs of `len` bytes at `off` in the MR, for QP `q`'s receive queue or the
+    /// shared one.
+    pub(super) fn recvs_at(
+        &mut self,
+        q: usize,
+        off: usize,
+        len: u32,
+        n: usize,
+    ) -> Result<RecvBatch> {
+        match &self.srq {
+            Some(srq) => RecvBatch::for_srq(srq, &self.mr, n, len, off, 0),
+            None => RecvBatch::new(&mut self.qps[q], &self.mr, n, len, off, 0),
+        }
     }
 
     /// The local (`remote` false) or remote address lines.

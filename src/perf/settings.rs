@@ -77,6 +77,10 @@ pub enum Length {
 pub struct Settings {
     /// Which test.
     pub tool: Tool,
+    /// `--use-srq` was given (the information block says so on both sides).
+    pub use_srq: bool,
+    /// This side takes its RECVs from a shared receive queue of `rx_depth` entries.
+    pub srq_here: bool,
     /// True on the side that posts (perftest's CLIENT machine): the one given a server to
     /// connect to, or with `--reversed` the other. The TCP exchange keeps its own roles.
     pub is_client: bool,
@@ -390,6 +394,11 @@ impl Settings {
                 return Err(refuse("Post list size must be a multiple of CQ moderation"));
             }
         }
+        if a.use_srq && qps > rx_depth {
+            return Err(refuse(
+                "Using SRQ depth should be greater than number of QPs.",
+            ));
+        }
         if verb == Verb::Send && recv_post_list > rx_depth {
             return Err(Error::config(format!(
                 "--recv_post_list {recv_post_list} is longer than the receive queue (-r \
@@ -470,6 +479,9 @@ impl Settings {
             notices,
             rdma_cm: a.rdma_cm,
             exchange_over_cm: a.rdma_cm || a.comm_rdma_cm,
+            use_srq: a.use_srq,
+            // perftest's receiving sides: both of a latency test, a BW server, -b's both.
+            srq_here: a.use_srq && (!bw || !posts || a.bidirectional),
             qp_type,
             // perftest warms up the write, read and atomic BW tests only, and ignores the flag
             // elsewhere (run says so).

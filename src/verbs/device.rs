@@ -192,6 +192,16 @@ impl Context {
         Ok(self.query_device()?.max_qp_rd_atom.max(0) as u32)
     }
 
+    /// RECVs one shared receive queue of this device may hold (`max_srq_wr`; 0: no SRQs).
+    pub fn max_srq_wr(&self) -> Result<u32> {
+        let a = self.query_device()?;
+        Ok(if a.max_srq > 0 {
+            a.max_srq_wr.max(0) as u32
+        } else {
+            0
+        })
+    }
+
     /// RDMA READs / atomics a QP of this device may initiate in flight
     /// (`max_qp_init_rd_atom`).
     pub fn max_qp_init_rd_atom(&self) -> Result<u32> {

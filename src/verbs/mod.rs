@@ -26,6 +26,7 @@ pub mod provider_env;
 mod qp;
 mod qp_info;
 mod resources;
+mod srq;
 /// The `ibv_wr_*` post API (when the headers have it: [`crate::build_info::WR_API`]).
 #[cfg(has_wr_api)]
 mod wr;
@@ -46,6 +47,7 @@ pub use port::{PathQos, Port};
 pub use qp::{ConnectParams, QpCaps, QpType, QueuePair};
 pub use qp_info::{mtu_bytes, QpInfo};
 pub use resources::{QpSpec, Resources};
+pub use srq::SharedReceiveQueue;
 #[cfg(has_wr_api)]
 pub use wr::{Payload, Wr, WrGuard};
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{
     Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpType, QueuePair,
+    SharedReceiveQueue,
 };
 use crate::error::Result;
 use crate::mem::{DmaBuffer, HugeBuffer, Placement};
@@ -83,6 +84,30 @@ impl Resources {
         } else {
             QueuePair::new(pd, port, send_cq, recv_cq, spec.qp_type, spec.caps)
         }
+    }
+
+    /// A shared receive queue of `max_wr` RECVs in this PD.
+    pub fn srq(&self, max_wr: u32) -> Result<Arc<SharedReceiveQueue>> {
+        SharedReceiveQueue::new(&self.pd, max_wr)
+    }
+
+    /// A QP on the given CQs (classic post API) whose RECVs come from `srq`.
+    pub fn qp_on_srq(
+        &self,
+        spec: QpSpec,
+        send_cq: &Arc<CompletionQueue>,
+        recv_cq: &Arc<CompletionQueue>,
+        srq: &Arc<SharedReceiveQueue>,
+    ) -> Result<QueuePair> {
+        QueuePair::with_srq(
+            &self.pd,
+            &self.port,
+            send_cq,
+            recv_cq,
+            spec.qp_type,
+            spec.caps,
+            srq,
+        )
     }
 
     /// A QP with a CQ of its own for its sends and receives, deep enough for both queues.

@@ -454,3 +454,29 @@ fn reversed_makes_the_server_post() {
         check_bw(tool, &c.out, &s.out, &[1024], 300, (client, server));
     }
 }
+
+#[test]
+fn a_shared_receive_queue_with_use_srq() {
+    let on = On::testbed();
+    // --use-srq: the receiving side's QPs take their RECVs from one SRQ of -r entries (the
+    // wire does not change). send-bw with two QPs sharing it and send-lat, against perftest
+    // both ways; send-bw -b, where both sides receive, ours with ours.
+    let bw: &[&str] = &["-n", "400", "-s", "512", "-q", "2", "--use-srq"];
+    for (server, client) in [(Who::Ours, Who::Perftest), (Who::Perftest, Who::Ours)] {
+        let (s, c) = sides(&on, "send-bw", (server, bw), (client, bw));
+        both_ok("send-bw --use-srq", &s, &c);
+        // perftest counts every QP's messages: 2 × 400.
+        check_bw("send-bw", &s.out, &c.out, &[512], 800, (server, client));
+        let ours = if server == Who::Ours { &s.out } else { &c.out };
+        assert!(ours.contains("Using SRQ      : ON"), "{ours}");
+    }
+    let duplex: &[&str] = &["-n", "400", "-s", "512", "-b", "--use-srq"];
+    let (s, c) = sides(&on, "send-bw", (Who::Ours, duplex), (Who::Ours, duplex));
+    both_ok("send-bw -b --use-srq", &s, &c);
+    let lat: &[&str] = &["-n", "300", "-s", "64", "--use-srq"];
+    for (server, client) in [(Who::Ours, Who::Perftest), (Who::Perftest, Who::Ours)] {
+        let (s, c) = sides(&on, "send-lat", (server, lat), (client, lat));
+        both_ok("send-lat --use-srq", &s, &c);
+        perftest_pair::check_lat("send-lat", &s.out, &c.out, &[64], 300);
+    }
+}

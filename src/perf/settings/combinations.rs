@@ -38,6 +38,9 @@ pub(super) fn refuse_combinations(tool: Tool, a: &PerfArgs) -> Result<()> {
     if a.bidirectional && !bw {
         return Err(refuse("Bidirectional is only available in BW test"));
     }
+    if a.use_srq && verb != Verb::Send {
+        return Err(refuse("Using SRQ only avavilible in SEND tests."));
+    }
     if a.reversed {
         if !bw {
             return Err(refuse("--reversed is only available in BW tests"));

@@ -420,3 +420,47 @@ fn reversed_makes_the_server_post() {
         );
     }
 }
+
+#[test]
+fn an_srq_is_made_where_perftest_receives() {
+    let srq = |tool: Tool, f: fn(&mut PerfArgs)| {
+        let s = Settings::resolve(
+            tool,
+            &args(|a| {
+                a.use_srq = true;
+                f(a)
+            }),
+        )
+        .unwrap();
+        (s.use_srq, s.srq_here)
+    };
+    // send-bw: the server receives, the client only with -b; send-lat: both.
+    assert_eq!(srq(Tool::SEND_BW, |_| {}), (true, true));
+    assert_eq!(
+        srq(Tool::SEND_BW, |a| a.server = Some("peer".into())),
+        (true, false)
+    );
+    assert_eq!(
+        srq(Tool::SEND_BW, |a| {
+            a.server = Some("peer".into());
+            a.bidirectional = true;
+        }),
+        (true, true)
+    );
+    assert_eq!(
+        srq(Tool::SEND_LAT, |a| a.server = Some("peer".into())),
+        (true, true)
+    );
+    assert_eq!(
+        err(Tool::WRITE_BW, |a| a.use_srq = true),
+        "Using SRQ only avavilible in SEND tests."
+    );
+    assert_eq!(
+        err(Tool::SEND_BW, |a| {
+            a.use_srq = true;
+            a.qps = Some(4);
+            a.rx_depth = Some(2);
+        }),
+        "Using SRQ depth should be greater than number of QPs."
+    );
+}

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::ah::address_vector;
 use super::{
-    defaults, AddressHandle, CompletionQueue, MemoryRegion, PathQos, Port, ProtectionDomain, QpInfo,
+    defaults, AddressHandle, CompletionQueue, MemoryRegion, PathQos, Port, ProtectionDomain,
+    QpInfo, SharedReceiveQueue,
 };
 use crate::error::{Error, Result};
 use crate::sys;
@@ -202,6 +203,8 @@ pub struct QueuePair {
     /// destroyed (fields drop after `Drop::drop` runs).
     kept_mrs: Vec<Arc<MemoryRegion>>,
     kept_ahs: Vec<Arc<AddressHandle>>,
+    /// The SRQ its RECVs come from, if made with one: destroyed after this QP.
+    srq: Option<Arc<SharedReceiveQueue>>,
 }
 
 // SAFETY: the QP's handles may be used from any thread, one at a time; `QueuePair` is not `Sync`,
@@ -218,20 +221,57 @@ impl QueuePair {
         qp_type: QpType,
         caps: QpCaps,
     ) -> Result<QueuePair> {
+        Self::create(pd, port, send_cq, recv_cq, qp_type, caps, None)
+    }
+
+    /// Like [`QueuePair::new`], with its RECVs taken from `srq` (its own receive queue is
+    /// empty: `caps`' receive sizes are ignored). The QP keeps the SRQ alive.
+    pub fn with_srq(
+        pd: &Arc<ProtectionDomain>,
+        port: &Port,
+        send_cq: &Arc<CompletionQueue>,
+        recv_cq: &Arc<CompletionQueue>,
+        qp_type: QpType,
+        caps: QpCaps,
+        srq: &Arc<SharedReceiveQueue>,
+    ) -> Result<QueuePair> {
+        if !Arc::ptr_eq(srq.pd(), pd) {
+            return Err(Error::config(
+                "the SRQ belongs to another protection domain than the QP",
+            ));
+        }
+        Self::create(pd, port, send_cq, recv_cq, qp_type, caps, Some(srq))
+    }
+
+    fn create(
+        pd: &Arc<ProtectionDomain>,
+        port: &Port,
+        send_cq: &Arc<CompletionQueue>,
+        recv_cq: &Arc<CompletionQueue>,
+        qp_type: QpType,
+        caps: QpCaps,
+        srq: Option<&Arc<SharedReceiveQueue>>,
+    ) -> Result<QueuePair> {
         same_device(pd, port, send_cq, recv_cq)?;
+        let mut cap = raw_caps(caps);
+        if srq.is_some() {
+            cap.max_recv_wr = 0;
+            cap.max_recv_sge = 0;
+        }
         let mut attr = sys::ibv_qp_init_attr {
             send_cq: send_cq.as_raw(),
             recv_cq: recv_cq.as_raw(),
+            srq: srq.map_or(std::ptr::null_mut(), |s| s.as_raw()),
             qp_type: qp_type.raw(),
             sq_sig_all: 0,
-            cap: raw_caps(caps),
+            cap,
             ..Default::default()
         };
         // SAFETY: the PD and CQs are alive and `attr` is fully initialised.
         let raw = unsafe { sys::ibv_create_qp(pd.as_raw(), &mut attr) };
         let raw = NonNull::new(raw)
             .ok_or_else(|| refused_caps(Error::last_os("ibv_create_qp"), port, &caps))?;
-        Self::finish(
+        let mut qp = Self::finish(
             raw,
             std::ptr::null_mut(),
             attr.cap,
@@ -240,7 +280,9 @@ impl QueuePair {
             send_cq,
             recv_cq,
             qp_type,
-        )
+        )?;
+        qp.srq = srq.cloned();
+        Ok(qp)
     }
 
     /// Like [`QueuePair::new`], but also enables the `ibv_wr_*` post API (`QueuePair::wr_start`).
@@ -340,6 +382,7 @@ impl QueuePair {
             recv_cq: Arc::clone(recv_cq),
             kept_mrs: Vec::new(),
             kept_ahs: Vec::new(),
+            srq: None,
         };
         qp.modify_to_init()?;
         if qp_type == QpType::Ud {
