@@ -27,6 +27,12 @@ pub(super) fn check_device(ctx: &Arc<Context>, settings: &Settings, a: &PerfArgs
                  credit exchange, which rdma-bench runs one way only: run send-bw without -b"
             )));
         }
+        if settings.srq_here {
+            return Err(Error::config(format!(
+                "--use-srq: {name} is an iWARP device, where perftest's credit words keep each \
+                 SEND behind a RECV posted for its QP, which a shared queue cannot promise"
+            )));
+        }
         match settings.qp_type {
             QpType::Rc => {}
             QpType::Uc => return Err(crate::verbs::iwarp::rc_only(name, "UC", "-c UC")),

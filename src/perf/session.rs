@@ -293,13 +293,6 @@ impl Session {
             max_inline_data: inline,
         };
         // --use-srq: one queue of rx_depth RECVs for every QP, as perftest's receiving sides.
-        if settings.srq_here && ctx.is_iwarp() {
-            return Err(Error::config(format!(
-                "--use-srq: {} is an iWARP device, where perftest's credit words keep each SEND \
-                 behind a RECV posted for its QP, which a shared queue cannot promise",
-                ctx.name()
-            )));
-        }
         let srq = settings
             .srq_here
             .then(|| res.srq(settings.rx_depth))
