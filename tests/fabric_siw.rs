@@ -124,4 +124,8 @@ fn what_iwarp_cannot_do_is_refused_in_one_line() {
         &mut tool(&["atomic-bw", "-R"]),
         &format!("{d} has no RDMA atomics"),
     );
+    refused(
+        &mut tool(&["send-bw", "-R", "--use-srq"]),
+        &format!("--use-srq: {iwarp}, where perftest's credit words keep each SEND"),
+    );
 }
