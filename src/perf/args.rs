@@ -142,6 +142,9 @@ pub struct PerfArgs {
     /// The receiving side takes its RECVs from one Shared Receive Queue of -r entries (SEND tests)
     #[arg(long = "use-srq")]
     pub use_srq: bool,
+    /// Give each QP a buffer and memory region of its own, instead of one MR for all (BW tests)
+    #[arg(long = "mr_per_qp")]
+    pub mr_per_qp: bool,
     /// Both sides post at once (BW tests); the table sums both directions
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
@@ -298,6 +301,7 @@ pub fn refused_by(tool: Tool) -> Vec<&'static str> {
             "run_infinitely",
             "post_list",
             "reversed",
+            "mr_per_qp",
         ]);
     } else {
         ids.extend(["report_unsorted", "report_cycles", "report_histogram"]);
@@ -356,7 +360,6 @@ const REFUSED: &[(Option<char>, &str, &str)] = &[
     (Some('Z'), "server", "raw Ethernet"),
     (Some('P'), "client", "raw Ethernet"),
     (Some('v'), "mac_fwd", "raw Ethernet"),
-    (None, "mr_per_qp", "one MR per QP"),
     (None, "report-per-port", "per-port reports"),
     (None, "use_rss", "raw Ethernet"),
     (None, "ethertype", "raw Ethernet"),
@@ -423,11 +426,11 @@ mod tests {
             e,
             "perftest's -g/--mcg (multicast) is not implemented in rdma-bench write-bw yet"
         );
-        let e = refuse_unimplemented(Tool::SEND_BW, &v(&["--mr_per_qp"]))
+        let e = refuse_unimplemented(Tool::SEND_BW, &v(&["--report-per-port"]))
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("perftest's --mr_per_qp (one MR per QP)"),
+            e.starts_with("perftest's --report-per-port (per-port reports)"),
             "{e}"
         );
         assert!(refuse_unimplemented(Tool::WRITE_BW, &v(&["-aF", "-s", "-5", "host"])).is_ok());

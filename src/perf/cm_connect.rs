@@ -275,7 +275,7 @@ impl Session {
                         )
                     })?;
                     let mut grh = [0u8; 40];
-                    self.mr.read(off, &mut grh);
+                    self.mrs[q].read(off, &mut grh);
                     let ah = AddressHandle::reply_to(self.qps[q].pd(), &self.port, &wc, &grh)?;
                     self.ud_peers.push((ah, qpn));
                 }

@@ -64,7 +64,7 @@ pub fn write_ping_pong(s: &mut Session, size: u64) -> Result<LatRun> {
     let mut batch = single(s, size)?;
     let post_byte = (s.geo.local(0) + size - 1) as usize;
     let poll_byte = (s.geo.exposed(0) + size - 1) as usize;
-    let mr = std::sync::Arc::clone(&s.mr);
+    let mr = std::sync::Arc::clone(&s.mrs[0]);
     let dur = s.settings.window().is_some();
     let mut clk = SampledWindow::new(s.settings.window());
     let mut posts = Vec::with_capacity(iters as usize);

@@ -4,6 +4,10 @@
 //! counter, RECV buffer); a BW stream cycles through the page a cache line at a time. Over UD
 //! a RECV also takes the 40-byte GRH, placed so that the payload starts a cache line into the
 //! exposed buffer, and the MR grows by a line to make room for it.
+//!
+//! With `--mr_per_qp` each QP has a buffer and MR of its own, of `2 · INC(BUFF)` bytes: it sends
+//! from offset 0 and exposes offset BUFF. The peer learns each QP's key and address either way,
+//! so the two layouts interoperate.
 
 /// Bytes a UD RECV holds before the payload (the GRH, or RoCE v2's IP header in its tail).
 pub const GRH: u64 = 40;
@@ -21,6 +25,8 @@ pub struct Geometry {
     pub nq: u64,
     /// UD: RECVs carry a GRH.
     pub ud: bool,
+    /// `--mr_per_qp`: each QP's buffer is an MR of its own.
+    pub per_qp: bool,
 }
 
 impl Geometry {
@@ -32,7 +38,30 @@ impl Geometry {
             buff: alloc_size.max(cycle),
             nq,
             ud: false,
+            per_qp: false,
         }
+    }
+
+    /// The same layout cut into one buffer (and MR) per QP.
+    pub fn one_mr_per_qp(self) -> Geometry {
+        Geometry {
+            per_qp: true,
+            ..self
+        }
+    }
+
+    /// QPs that share one MR: all of them, or one with `--mr_per_qp`.
+    fn qps_per_mr(&self) -> u64 {
+        if self.per_qp {
+            1
+        } else {
+            self.nq
+        }
+    }
+
+    /// MRs the test registers.
+    pub fn mrs(&self) -> u64 {
+        self.nq / self.qps_per_mr()
     }
 
     /// The same layout for UD QPs, whose RECVs take a GRH first.
@@ -55,14 +84,14 @@ impl Geometry {
         }
     }
 
-    /// Offset QP `i` sends from.
+    /// Offset QP `i` sends from, in its MR.
     pub fn local(&self, i: u64) -> u64 {
-        i * self.buff
+        (i % self.qps_per_mr()) * self.buff
     }
 
-    /// Offset QP `i` exposes to its peer.
+    /// Offset QP `i` exposes to its peer, in its MR.
     pub fn exposed(&self, i: u64) -> u64 {
-        (self.nq + i) * self.buff
+        (self.qps_per_mr() + i % self.qps_per_mr()) * self.buff
     }
 
     /// Where QP `i` receives a `size`-byte message, and how many bytes its RECV takes: the
@@ -79,9 +108,9 @@ impl Geometry {
         self.line.max(GRH)
     }
 
-    /// Bytes of the MR.
+    /// Bytes of each MR.
     pub fn mr_len(&self) -> u64 {
-        self.inc(self.buff) * 2 * self.nq + if self.ud { self.grh_room() } else { 0 }
+        self.inc(self.buff) * 2 * self.qps_per_mr() + if self.ud { self.grh_room() } else { 0 }
     }
 }
 
@@ -124,6 +153,18 @@ mod tests {
             (524288, 262144, 458752)
         );
         assert_eq!(mtu_bytes(3), 1024);
+    }
+
+    #[test]
+    fn one_mr_per_qp_gives_each_qp_perftests_single_qp_layout() {
+        // perftest's --mr_per_qp: buf[i] of 2 · INC(BUFF), sending from 0, exposing BUFF.
+        let g = Geometry::new(4096, 64, 65536, 4).one_mr_per_qp();
+        assert_eq!(g.mrs(), 4);
+        assert_eq!((g.mr_len(), g.local(3), g.exposed(3)), (131072, 0, 65536));
+        assert_eq!(Geometry::new(4096, 64, 65536, 4).mrs(), 1);
+        let ud = Geometry::new(4096, 64, 4096, 2).for_ud().one_mr_per_qp();
+        let (off, len) = ud.recv_slot(1, 4096);
+        assert_eq!((off, off + len), (4096 + 24, ud.mr_len()));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! One side of a perftest-style test: the device, the exchange channel (TCP, or RDMA CM with
-//! `-R`), the QPs and the one MR, laid out as perftest lays them out ([`super::layout`]) so that
+//! `-R`), the QPs and the MR (one per QP with `--mr_per_qp`), laid out as perftest lays them out ([`super::layout`]) so that
 //! either side may be perftest itself.
 
 use std::sync::Arc;
@@ -37,8 +37,9 @@ pub struct Session {
     pub qps: Vec<QueuePair>,
     /// `--use-srq` on a receiving side: the one queue every QP's RECVs come from.
     pub(super) srq: Option<Arc<SharedReceiveQueue>>,
-    /// The one MR.
-    pub mr: Arc<MemoryRegion>,
+    /// QP `i`'s MR: the same one for every QP, or with `--mr_per_qp` one each (as perftest's
+    /// `ctx->mr[i]`).
+    pub mrs: Vec<Arc<MemoryRegion>>,
     /// Buffer layout.
     pub geo: Geometry,
     /// Our QPs as the peer sees them.
@@ -77,7 +78,7 @@ pub struct Session {
     pub(super) cm_ud_ids: Vec<crate::verbs::cm::CmId>,
 }
 
-/// The test's one MR: on hugepages (`--use_hugepages`), or on the `--mmap` file's pages;
+/// One of the test's MRs: on hugepages (`--use_hugepages`), or on the `--mmap` file's pages;
 /// registered on demand with `--odp`, which a device without ODP refuses.
 fn register_buffer(
     res: &Resources,
@@ -274,6 +275,9 @@ impl Session {
         if settings.qp_type == QpType::Ud {
             geo = geo.for_ud();
         }
+        if settings.mr_per_qp {
+            geo = geo.one_mr_per_qp();
+        }
         let res = Resources::new(&port)?;
         let (send_cq, recv_cq) = match settings.events {
             None => (
@@ -322,8 +326,15 @@ impl Session {
             }
             qps.push(qp);
         }
-        let mr = register_buffer(&res, &settings, geo.mr_len() as usize, a.use_hugepages)?;
-        mr.fill(0);
+        let mut registered = Vec::with_capacity(geo.mrs() as usize);
+        for _ in 0..geo.mrs() {
+            let mr = register_buffer(&res, &settings, geo.mr_len() as usize, a.use_hugepages)?;
+            mr.fill(0);
+            registered.push(mr);
+        }
+        let mrs: Vec<_> = (0..nq as usize)
+            .map(|i| Arc::clone(&registered[i % registered.len()]))
+            .collect();
         // iWARP: send-bw's SENDs are paced by perftest's credit words, whose keys the key
         // messages carry instead of the buffer's.
         let credits = (ctx.is_iwarp() && tool == super::Tool::SEND_BW)
@@ -341,10 +352,10 @@ impl Session {
                 out_reads,
                 qpn: qp.qp_num(),
                 psn,
-                rkey: credits.as_ref().map_or(mr.rkey(), |c| c.key(i).0),
+                rkey: credits.as_ref().map_or(mrs[i].rkey(), |c| c.key(i).0),
                 vaddr: credits
                     .as_ref()
-                    .map_or(mr.addr() as u64 + geo.exposed(i as u64), |c| c.key(i).1),
+                    .map_or(mrs[i].addr() as u64 + geo.exposed(i as u64), |c| c.key(i).1),
                 gid: if with_gid { port.gid().0 } else { [0; 16] },
                 srqn: 0,
             })
@@ -355,7 +366,7 @@ impl Session {
             port,
             qps,
             srq,
-            mr,
+            mrs,
             geo,
             my,
             rem: Vec::new(),
@@ -496,7 +507,7 @@ impl Session {
         spec: SendSpec,
         remote: Option<Remote>,
     ) -> Result<SendBatch> {
-        let (qp, mr) = (&mut self.qps[q], &self.mr);
+        let (qp, mr) = (&mut self.qps[q], &self.mrs[q]);
         match self.ud_peers.get(q) {
             Some((ah, qpn)) => {
                 let mut b = SendBatch::new_ud(qp, mr, spec, ah, *qpn)?;
@@ -519,7 +530,7 @@ impl Session {
         self.recvs_at(q, off as usize, len as u32, n)
     }
 
-    /// `n` chained RECVs of `len` bytes at `off` in the MR, for QP `q`'s receive queue or the
+    /// `n` chained RECVs of `len` bytes at `off` in QP `q`'s MR, for QP `q`'s receive queue or the
     /// shared one.
     pub(super) fn recvs_at(
         &mut self,
@@ -529,8 +540,8 @@ impl Session {
         n: usize,
     ) -> Result<RecvBatch> {
         match &self.srq {
-            Some(srq) => RecvBatch::for_srq(srq, &self.mr, n, len, off, 0),
-            None => RecvBatch::new(&mut self.qps[q], &self.mr, n, len, off, 0),
+            Some(srq) => RecvBatch::for_srq(srq, &self.mrs[q], n, len, off, 0),
+            None => RecvBatch::new(&mut self.qps[q], &self.mrs[q], n, len, off, 0),
         }
     }
 

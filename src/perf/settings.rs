@@ -81,6 +81,8 @@ pub struct Settings {
     pub use_srq: bool,
     /// This side takes its RECVs from a shared receive queue of `rx_depth` entries.
     pub srq_here: bool,
+    /// `--mr_per_qp`: each QP's buffer is an MR of its own.
+    pub mr_per_qp: bool,
     /// True on the side that posts (perftest's CLIENT machine): the one given a server to
     /// connect to, or with `--reversed` the other. The TCP exchange keeps its own roles.
     pub is_client: bool,
@@ -480,6 +482,7 @@ impl Settings {
             rdma_cm: a.rdma_cm,
             exchange_over_cm: a.rdma_cm || a.comm_rdma_cm,
             use_srq: a.use_srq,
+            mr_per_qp: a.mr_per_qp,
             // perftest's receiving sides: both of a latency test, a BW server, -b's both.
             srq_here: a.use_srq && (!bw || !posts || a.bidirectional),
             qp_type,

@@ -480,3 +480,45 @@ fn a_shared_receive_queue_with_use_srq() {
         perftest_pair::check_lat("send-lat", &s.out, &c.out, &[64], 300);
     }
 }
+
+/// The RKeys of `side`'s ("local" or "remote") address lines.
+fn rkeys(out: &str, side: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.trim_start().starts_with(&format!("{side} address:")))
+        .filter_map(|l| l.split(" RKey ").nth(1))
+        .map(|r| r.split_whitespace().next().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn one_memory_region_per_qp_with_mr_per_qp() {
+    let on = On::testbed();
+    // --mr_per_qp: each QP's buffer is registered on its own and its key sent in its own key
+    // message (the wire is as without it). Each BW tool with two QPs against perftest both
+    // ways; WRITE and READ show their keys, which must then be two on each side.
+    for tool in ["write-bw", "read-bw", "send-bw", "atomic-bw"] {
+        let mut args = vec!["-n", "200", "-q", "2", "--mr_per_qp"];
+        let size = if tool == "atomic-bw" {
+            8
+        } else {
+            args.extend(["-s", "256"]);
+            256
+        };
+        for (server, client) in [(Who::Ours, Who::Perftest), (Who::Perftest, Who::Ours)] {
+            let (s, c) = sides(&on, tool, (server, &args), (client, &args));
+            both_ok(&format!("{tool} --mr_per_qp"), &s, &c);
+            // perftest counts every QP's messages: 2 × 200.
+            check_bw(tool, &s.out, &c.out, &[size], 400, (server, client));
+            if matches!(tool, "write-bw" | "read-bw") {
+                let ours = if server == Who::Ours { &s.out } else { &c.out };
+                for side in ["local", "remote"] {
+                    let keys = rkeys(ours, side);
+                    assert!(
+                        keys.len() == 2 && keys[0] != keys[1],
+                        "{tool}: {side} keys {keys:?}\n{ours}"
+                    );
+                }
+            }
+        }
+    }
+}

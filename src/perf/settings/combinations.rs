@@ -41,6 +41,9 @@ pub(super) fn refuse_combinations(tool: Tool, a: &PerfArgs) -> Result<()> {
     if a.use_srq && verb != Verb::Send {
         return Err(refuse("Using SRQ only avavilible in SEND tests."));
     }
+    if a.mr_per_qp && !bw {
+        return Err(refuse("--mr_per_qp is only available in BW tests"));
+    }
     if a.reversed {
         if !bw {
             return Err(refuse("--reversed is only available in BW tests"));

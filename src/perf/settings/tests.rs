@@ -464,3 +464,20 @@ fn an_srq_is_made_where_perftest_receives() {
         "Using SRQ depth should be greater than number of QPs."
     );
 }
+
+#[test]
+fn one_mr_per_qp_is_for_the_bw_tests() {
+    for tool in [
+        Tool::WRITE_BW,
+        Tool::READ_BW,
+        Tool::SEND_BW,
+        Tool::ATOMIC_BW,
+    ] {
+        let s = Settings::resolve(tool, &args(|a| a.mr_per_qp = true)).unwrap();
+        assert!(s.mr_per_qp, "{}", tool.name());
+    }
+    assert_eq!(
+        err(Tool::WRITE_LAT, |a| a.mr_per_qp = true),
+        "--mr_per_qp is only available in BW tests"
+    );
+}
