@@ -335,6 +335,8 @@ if [ "$NODES" = 1 ]; then NETDEV=dummy0; in_root ip link add dummy0 type dummy; 
 in_root ip link set "$NETDEV" mtu $MTU
 in_root ip addr add "$IP/24" dev "$NETDEV"
 in_root ip link set "$NETDEV" up || fail "no $NETDEV"
+# A route for multicast groups, as a host's default route gives (UD multicast: send-bw -g).
+in_root ip route add 224.0.0.0/4 dev "$NETDEV"
 in_root rdma link add rxe0 type rxe netdev "$NETDEV" || fail "rdma link add rxe0 failed"
 P=/sys/class/infiniband/rxe0/ports/1
 GID=

@@ -181,8 +181,8 @@ fn reaping_policy_is_checked() {
 fn perf_tools_refuse_what_perftest_refuses_by_exact_message() {
     let cases: [(&[&str], &str); 12] = [
         (
-            &["send-bw", "-g"],
-            "rdma-bench send-bw: perftest's -g/--mcg (multicast) is not implemented in rdma-bench send-bw yet",
+            &["send-bw", "-g", "-q", "2"],
+            "rdma-bench send-bw: Only 1 QP supported in multicast",
         ),
         (
             &["send-bw", "-b", "--run_infinitely"],

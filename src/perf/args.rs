@@ -142,6 +142,15 @@ pub struct PerfArgs {
     /// The receiving side takes its RECVs from one Shared Receive Queue of -r entries (SEND tests)
     #[arg(long = "use-srq")]
     pub use_srq: bool,
+    /// Send to a multicast group over UD: the receiving side's QP joins the group, the posting
+    /// side sends to it (SEND tests; one QP, not with -b or -R)
+    #[arg(short = 'g', long = "mcg")]
+    pub mcg: bool,
+    /// The group -g joins: 16 numbers separated by ':' (perftest's form; on RoCE v2 over IPv4
+    /// an IPv4-mapped group such as 0:0:0:0:0:0:0:0:0:0:255:255:239:1:1:1); default
+    /// ff01:0:2:c985::, one more in the last byte on the client (SEND tests)
+    #[arg(short = 'M', long = "MGID", value_name = "GID")]
+    pub mgid: Option<String>,
     /// Give each QP a buffer and memory region of its own, instead of one MR for all (BW tests)
     #[arg(long = "mr_per_qp")]
     pub mr_per_qp: bool,
@@ -314,7 +323,7 @@ pub fn refused_by(tool: Tool) -> Vec<&'static str> {
         _ => ids.push("outs"),
     }
     if tool.verb != Verb::Send {
-        ids.extend(["rx_depth", "use_srq"]);
+        ids.extend(["rx_depth", "use_srq", "mcg", "mgid"]);
     }
     if tool.verb != Verb::Atomic {
         ids.push("atomic_type");
@@ -349,8 +358,6 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
 /// perftest flags that rdma-bench does not implement (yet), and why, so that they are refused
 /// by name rather than taken for something else or ignored.
 const REFUSED: &[(Option<char>, &str, &str)] = &[
-    (Some('g'), "mcg", "multicast"),
-    (Some('M'), "MGID", "multicast"),
     (Some('O'), "dualport", "dual-port mode"),
     (Some('B'), "source_mac", "raw Ethernet"),
     (Some('E'), "dest_mac", "raw Ethernet"),
@@ -419,12 +426,12 @@ mod tests {
     #[test]
     fn unimplemented_perftest_flags_are_refused_by_name() {
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let e = refuse_unimplemented(Tool::WRITE_BW, &v(&["-s", "8", "-g"]))
+        let e = refuse_unimplemented(Tool::WRITE_BW, &v(&["-s", "8", "-O"]))
             .unwrap_err()
             .to_string();
         assert_eq!(
             e,
-            "perftest's -g/--mcg (multicast) is not implemented in rdma-bench write-bw yet"
+            "perftest's -O/--dualport (dual-port mode) is not implemented in rdma-bench write-bw yet"
         );
         let e = refuse_unimplemented(Tool::SEND_BW, &v(&["--report-per-port"]))
             .unwrap_err()

@@ -6,6 +6,7 @@ use super::settings::{AtomicType, Settings};
 use super::stats::{BwRow, LatencyStats};
 use super::{Test, Verb};
 use crate::stats::JsonObject;
+use crate::verbs::Gid;
 
 /// perftest's RESULT_LINE.
 pub const RESULT_LINE: &str =
@@ -72,6 +73,9 @@ impl TestInfo<'_> {
             }
             Test::Lat => t.push_str("Latency "),
         }
+        if s.mcast_group.is_some() {
+            t.push_str("Multicast ");
+        }
         t.push_str("Test");
         t
     }
@@ -88,6 +92,9 @@ impl TestInfo<'_> {
         line(format!("                    {}", self.title()));
         if let Some(v) = s.events {
             line(format!(" Test with events. Using {}_comp{v}", self.device));
+        }
+        if s.mcast_group.is_some() {
+            line(" MultiCast runs on UD!".into());
         }
         line(format!(
             " Dual-port       : OFF\t\tDevice         : {}",
@@ -219,7 +226,13 @@ pub fn address_lines(side: &str, d: &Dest, verb: Verb, with_gid: bool) -> String
     }
     if with_gid {
         let g: Vec<String> = d.gid.iter().map(|b| format!("{b:02}")).collect();
-        s.push_str(&format!("\n GID: {}", g.join(":")));
+        // A multicast group (the receiving side's address with -g) is labelled as perftest's.
+        let label = if Gid(d.gid).is_multicast() {
+            "MGID"
+        } else {
+            "GID"
+        };
+        s.push_str(&format!("\n {label}: {}", g.join(":")));
     }
     s
 }

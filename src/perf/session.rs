@@ -14,15 +14,15 @@ use super::layout::{local_page_and_line, mtu_bytes, Geometry};
 use super::provider::check_device;
 use super::report::{address_lines, TestInfo, WAITING_BANNER};
 use super::settings::Settings;
-use super::Verb;
+use super::{Test, Verb};
 use crate::control::Attention;
 use crate::counters::{Named, PortRef, Watch};
 use crate::error::{Error, Result};
 use crate::hot::{RecvBatch, Remote, SendBatch, SendSpec};
 use crate::mem::{FileBuffer, HugePolicy, Placement};
 use crate::verbs::{
-    Access, AddressHandle, ConnectParams, Gid, MemoryRegion, Port, QpCaps, QpInfo, QpSpec, QpType,
-    QueuePair, Resources, SharedReceiveQueue,
+    Access, AddressHandle, ConnectParams, Gid, IpGroup, MemoryRegion, Port, QpCaps, QpInfo, QpSpec,
+    QpType, QueuePair, Resources, SharedReceiveQueue,
 };
 
 /// One side, connected to its peer's channel, with its QPs made (not yet connected).
@@ -35,6 +35,9 @@ pub struct Session {
     pub port: Port,
     /// The QPs, one per `-q`.
     pub qps: Vec<QueuePair>,
+    /// `-g` on a receiving side: the group its QP joined, and this host's membership of the
+    /// group's IP address (RoCE v2).
+    _joined: Option<(Gid, Option<IpGroup>)>,
     /// `--use-srq` on a receiving side: the one queue every QP's RECVs come from.
     pub(super) srq: Option<Arc<SharedReceiveQueue>>,
     /// QP `i`'s MR: the same one for every QP, or with `--mr_per_qp` one each (as perftest's
@@ -115,6 +118,55 @@ fn register_buffer(
     }
 }
 
+/// The QP number a UD SEND to a multicast group carries (IBA's 0xFFFFFF).
+const QPN_MULTICAST: u32 = 0xff_ffff;
+
+/// Refuses `-g` where this side cannot take part: on InfiniBand (a group is joined through the
+/// subnet administrator there, by the sender too), or, for the group it would join (`joins`), on
+/// RoCE v2 when the group is of another IP family than the port's GID.
+fn check_group(port: &Port, joins: Option<Gid>) -> Result<()> {
+    if !port.addressed_by_gid() {
+        return Err(Error::config(format!(
+            "-g/--mcg: {} port {} is InfiniBand, where a group is joined through the subnet \
+             administrator (a MAD sent with libibumad), which rdma-bench does not send",
+            port.context().name(),
+            port.num()
+        )));
+    }
+    let Some(group) = joins else {
+        return Ok(());
+    };
+    if port.is_roce_v2() && group.ipv4().is_some() != port.gid().ipv4().is_some() {
+        let (g, p) = if group.ipv4().is_some() {
+            ("IPv4", "IPv6")
+        } else {
+            ("IPv6", "IPv4")
+        };
+        return Err(Error::config(format!(
+            "-g/--mcg: the group {group} is {g} and {} GID index {} ({}) is {p}; RoCE v2 sends \
+             to a group of its GID's family: give -M an {p} group (e.g. {}) or -x a GID of the \
+             group's family",
+            port.context().name(),
+            port.gid_index(),
+            port.gid(),
+            if p == "IPv4" {
+                "-M 0:0:0:0:0:0:0:0:0:0:255:255:239:1:1:1"
+            } else {
+                "-M 255:2:0:0:0:0:0:0:0:0:0:0:0:0:1:1"
+            }
+        )));
+    }
+    Ok(())
+}
+
+/// Attaches `qp` to `group`, after this host joined the group's IP address where packets are
+/// IP (RoCE v2).
+fn join_group(port: &Port, qp: &mut QueuePair, group: Gid) -> Result<Option<IpGroup>> {
+    let ip = IpGroup::join(port, group)?;
+    qp.attach_multicast(group, 0)?;
+    Ok(ip)
+}
+
 impl Session {
     /// Opens the device, reaches the peer, agrees on versions, page size and MTU, and makes the
     /// QPs and the MR; prints perftest's banner and information block on the way.
@@ -161,6 +213,12 @@ impl Session {
             _ => false,
         };
         check_device(port.context(), &settings, a)?;
+        // -g: the receiving side (both of a latency test) joins a group before any peer is
+        // reached; a sender on InfiniBand would have to join too.
+        let receives = tool.test == Test::Lat || !settings.is_client;
+        if let Some(group) = settings.mcast_group {
+            check_group(&port, receives.then_some(group))?;
+        }
         if let Some(limit) = settings.rate {
             let ethernet = port.is_roce() || port.context().is_iwarp();
             settings.rate = Some(limit.on_link(port.context().name(), ethernet)?);
@@ -326,6 +384,12 @@ impl Session {
             }
             qps.push(qp);
         }
+        // -g: the receiving side's QP joins the group (both sides of a latency test); its key
+        // message then names the group, and perftest's QPN for multicast.
+        let mcast = match settings.mcast_group {
+            Some(group) if receives => Some((group, join_group(&port, &mut qps[0], group)?)),
+            _ => None,
+        };
         let mut registered = Vec::with_capacity(geo.mrs() as usize);
         for _ in 0..geo.mrs() {
             let mr = register_buffer(&res, &settings, geo.mr_len() as usize, a.use_hugepages)?;
@@ -348,15 +412,23 @@ impl Session {
             .iter()
             .enumerate()
             .map(|(i, qp)| Dest {
-                lid: port.attr().lid,
+                lid: if mcast.is_some() { 0 } else { port.attr().lid },
                 out_reads,
-                qpn: qp.qp_num(),
+                qpn: if mcast.is_some() {
+                    QPN_MULTICAST
+                } else {
+                    qp.qp_num()
+                },
                 psn,
                 rkey: credits.as_ref().map_or(mrs[i].rkey(), |c| c.key(i).0),
                 vaddr: credits
                     .as_ref()
                     .map_or(mrs[i].addr() as u64 + geo.exposed(i as u64), |c| c.key(i).1),
-                gid: if with_gid { port.gid().0 } else { [0; 16] },
+                gid: match &mcast {
+                    Some((group, _)) => group.0,
+                    None if with_gid => port.gid().0,
+                    None => [0; 16],
+                },
                 srqn: 0,
             })
             .collect();
@@ -365,6 +437,7 @@ impl Session {
             channel,
             port,
             qps,
+            _joined: mcast,
             srq,
             mrs,
             geo,
@@ -455,7 +528,7 @@ impl Session {
             return Ok(());
         }
         if self.with_gid
-            && Gid(self.my[0].gid).ipv4().is_some() != Gid(self.rem[0].gid).ipv4().is_some()
+            && self.port.gid().ipv4().is_some() != Gid(self.rem[0].gid).ipv4().is_some()
         {
             return Err(Error::config(
                 "Found Incompatibility issue with GID types: one side uses an IPv4 GID, the \
@@ -484,6 +557,11 @@ impl Session {
                 let port = self.port.clone().with_qos(qos)?;
                 let ah = AddressHandle::new(qp.pd(), &port, &remote)?;
                 self.ud_peers.push((ah, r.qpn));
+                if Gid(r.gid).is_multicast() {
+                    // perftest's pause before the first SEND to a group: a switch may take
+                    // ~10 ms to act on the receiver's join.
+                    std::thread::sleep(Duration::from_millis(50));
+                }
                 continue;
             }
             let p = ConnectParams {

@@ -83,6 +83,9 @@ pub struct Settings {
     pub srq_here: bool,
     /// `--mr_per_qp`: each QP's buffer is an MR of its own.
     pub mr_per_qp: bool,
+    /// `-g`: the multicast group this side receives on, when it receives (`-M`, or perftest's
+    /// default, one more in the last byte on the client). The QP type is then UD.
+    pub mcast_group: Option<crate::verbs::Gid>,
     /// True on the side that posts (perftest's CLIENT machine): the one given a server to
     /// connect to, or with `--reversed` the other. The TCP exchange keeps its own roles.
     pub is_client: bool,
@@ -176,6 +179,42 @@ pub struct Settings {
     pub mmap: Option<(String, u64)>,
 }
 
+/// perftest's default multicast group (MCG_GID): ff01:0:2:c985:: on the server, with one
+/// more in the last byte on the client, so that a latency test's two sides listen on two groups.
+pub fn default_mgid(client: bool) -> crate::verbs::Gid {
+    let mut g = [255, 1, 0, 0, 0, 2, 201, 133, 0, 0, 0, 0, 0, 0, 0, 0];
+    if client {
+        g[15] += 1;
+    }
+    crate::verbs::Gid(g)
+}
+
+/// `-M`'s group in perftest's form: 16 numbers (decimal, or 0x… hex), separated by ':'.
+fn parse_mgid(s: &str) -> Result<crate::verbs::Gid> {
+    let bytes: Vec<u8> = s
+        .split(':')
+        .map(|b| {
+            super::args::parse_number(b.trim())
+                .ok()
+                .and_then(|n| u8::try_from(n).ok())
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    let raw: [u8; 16] = bytes.try_into().map_err(|_| {
+        Error::config(format!(
+            "-M/--MGID {s:?}: give 16 numbers of 0 to 255 separated by ':', e.g. \
+             0:0:0:0:0:0:0:0:0:0:255:255:239:1:1:1"
+        ))
+    })?;
+    if !crate::verbs::Gid(raw).is_multicast() {
+        return Err(Error::config(format!(
+            "-M/--MGID {s:?} is not a multicast group: an IPv6 one starts with 255, an \
+             IPv4-mapped one is 0:…:0:255:255 then 224 to 239"
+        )));
+    }
+    Ok(crate::verbs::Gid(raw))
+}
+
 pub(super) fn refuse(msg: &str) -> Error {
     Error::config(msg.to_string())
 }
@@ -195,6 +234,8 @@ impl Settings {
         let bw = tool.test == Test::Bw;
         let verb = tool.verb;
         let qp_type = match a.connection.as_str() {
+            // perftest's -g runs on UD whatever -c says (its information block says so).
+            _ if a.mcg && verb == Verb::Send => QpType::Ud,
             "RC" => QpType::Rc,
             "UC" => {
                 if a.rdma_cm {
@@ -483,6 +524,11 @@ impl Settings {
             exchange_over_cm: a.rdma_cm || a.comm_rdma_cm,
             use_srq: a.use_srq,
             mr_per_qp: a.mr_per_qp,
+            mcast_group: match (a.mcg, &a.mgid) {
+                (false, _) => None,
+                (true, Some(m)) => Some(parse_mgid(m)?),
+                (true, None) => Some(default_mgid(a.server.is_some() != a.reversed)),
+            },
             // perftest's receiving sides: both of a latency test, a BW server, -b's both.
             srq_here: a.use_srq && (!bw || !posts || a.bidirectional),
             qp_type,

@@ -301,6 +301,17 @@ impl Context {
             .map(|s| s.trim().to_string())
     }
 
+    /// The netdev a GID entry belongs to (sysfs `ports/N/gid_attrs/ndevs/I`), on RoCE.
+    pub fn gid_netdev(&self, port: u8, index: u32) -> Option<String> {
+        let path = format!(
+            "/sys/class/infiniband/{}/ports/{port}/gid_attrs/ndevs/{index}",
+            self.name
+        );
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+
     /// Index of the port's RoCE v2 GID that maps an IPv4 address, if any.
     pub fn roce_v2_ipv4_gid(&self, port: u8, table_len: u32) -> Option<u32> {
         (0..table_len).find(|&i| {
@@ -465,6 +476,11 @@ impl Gid {
         let g = &self.0;
         (g[..10].iter().all(|&b| b == 0) && g[10] == 0xff && g[11] == 0xff)
             .then(|| Ipv4Addr::new(g[12], g[13], g[14], g[15]))
+    }
+
+    /// A multicast group: an IPv6 multicast address (ff…), or an IPv4-mapped one in 224/4.
+    pub fn is_multicast(&self) -> bool {
+        self.0[0] == 0xff || self.ipv4().is_some_and(|a| a.is_multicast())
     }
 }
 

@@ -15,6 +15,7 @@ mod comp_channel;
 mod cq;
 mod device;
 mod gid_choice;
+mod ip_group;
 /// iWARP devices: the refusals and addresses that differ from RoCE and InfiniBand.
 pub mod iwarp;
 mod mr;
@@ -37,6 +38,7 @@ pub use cq::{wait_any, CompletionQueue, WorkCompletion};
 #[cfg(has_rdmacm)]
 pub(crate) use device::unknown_device;
 pub use device::{devices, Context, Gid, LinkLayer, PortAttr, PortState};
+pub use ip_group::IpGroup;
 pub use mr::{Access, MemoryRegion};
 pub use op::Op;
 

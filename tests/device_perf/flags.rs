@@ -522,3 +522,66 @@ fn one_memory_region_per_qp_with_mr_per_qp() {
         }
     }
 }
+
+/// This host's membership of the IPv4 group `group` on the testbed's address, held for a
+/// perftest side that receives on it: perftest only attaches its QP, and Soft-RoCE in Debian
+/// 12's kernel does not join at the IP layer, so without a member the group's datagrams never
+/// reach the device. Ours joins by itself (the cases where ours receives take no member).
+fn ip_member(on: &On, group: [u8; 4]) -> std::net::UdpSocket {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    s.join_multicast_v4(&group.into(), &on.ip.parse().unwrap())
+        .unwrap();
+    s
+}
+
+#[test]
+fn multicast_with_mcg_and_mgid() {
+    let on = On::testbed();
+    // -g: the receiving side's QP joins a group and the sender sends to it (UD, QPN 0xffffff).
+    // The testbed's GIDs are IPv4, so the groups are IPv4-mapped (-M). send-bw and send-lat,
+    // against perftest both ways; in send-lat each side receives on its own group.
+    let groups = [
+        ("0:0:0:0:0:0:0:0:0:0:255:255:239:1:1:1", [239, 1, 1, 1]),
+        ("0:0:0:0:0:0:0:0:0:0:255:255:239:1:1:2", [239, 1, 1, 2]),
+    ];
+    let mgid_line = "MGID: 00:00:00:00:00:00:00:00:00:00:255:255:239:01:01:01";
+    for (server, client) in [(Who::Ours, Who::Perftest), (Who::Perftest, Who::Ours)] {
+        let _member = (server == Who::Perftest).then(|| ip_member(&on, groups[0].1));
+        let args: &[&str] = &["-n", "300", "-s", "512", "-g", "-M", groups[0].0];
+        let (s, c) = sides(&on, "send-bw", (server, args), (client, args));
+        both_ok("send-bw -g", &s, &c);
+        check_bw("send-bw", &s.out, &c.out, &[512], 300, (server, client));
+        let ours = if server == Who::Ours { &s.out } else { &c.out };
+        assert!(
+            ours.contains("Send BW Multicast Test")
+                && ours.contains(" MultiCast runs on UD!")
+                && ours.contains(mgid_line),
+            "{ours}"
+        );
+        if server == Who::Ours {
+            assert!(
+                ours.contains("local address: LID 0000 QPN 0xffffff"),
+                "{ours}"
+            );
+        }
+    }
+    for (server, client) in [(Who::Ours, Who::Perftest), (Who::Perftest, Who::Ours)] {
+        let perftest_group = if server == Who::Perftest { 0 } else { 1 };
+        let _member = ip_member(&on, groups[perftest_group].1);
+        let (s, c) = sides(
+            &on,
+            "send-lat",
+            (server, &["-n", "200", "-s", "64", "-g", "-M", groups[0].0]),
+            (client, &["-n", "200", "-s", "64", "-g", "-M", groups[1].0]),
+        );
+        both_ok("send-lat -g", &s, &c);
+        perftest_pair::check_lat("send-lat", &s.out, &c.out, &[64], 200);
+    }
+    // perftest's default group is IPv6, the testbed's GID IPv4: refused at once, in one line.
+    let (code, err) = run_alone(&on, "send-bw", &["-g"], None);
+    assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
+    assert!(
+        err.contains("-g/--mcg: the group ff01:") && err.contains("give -M an IPv4 group"),
+        "{err}"
+    );
+}

@@ -41,6 +41,24 @@ pub(super) fn refuse_combinations(tool: Tool, a: &PerfArgs) -> Result<()> {
     if a.use_srq && verb != Verb::Send {
         return Err(refuse("Using SRQ only avavilible in SEND tests."));
     }
+    if a.mcg {
+        if verb != Verb::Send {
+            return Err(refuse("MultiCast feature only available on SEND verb"));
+        }
+        if a.bidirectional {
+            return Err(refuse("Bidirectional mode not supported in multicast"));
+        }
+        if a.qps.is_some_and(|q| q > 1) {
+            return Err(refuse("Only 1 QP supported in multicast"));
+        }
+        if a.rdma_cm {
+            return Err(refuse(
+                "Perftest still doesn't support Multicast with rdma_cm",
+            ));
+        }
+    } else if a.mgid.is_some() {
+        return Err(refuse("-M/--MGID names the group of -g: add -g"));
+    }
     if a.mr_per_qp && !bw {
         return Err(refuse("--mr_per_qp is only available in BW tests"));
     }

@@ -481,3 +481,66 @@ fn one_mr_per_qp_is_for_the_bw_tests() {
         "--mr_per_qp is only available in BW tests"
     );
 }
+
+#[test]
+fn multicast_runs_on_ud_with_perftests_groups_and_refusals() {
+    let group = |tool: Tool, f: fn(&mut PerfArgs)| {
+        let s = Settings::resolve(
+            tool,
+            &args(|a| {
+                a.mcg = true;
+                f(a)
+            }),
+        )
+        .unwrap();
+        (s.qp_type, s.mcast_group.map(|g| g.0))
+    };
+    let server = [255, 1, 0, 0, 0, 2, 201, 133, 0, 0, 0, 0, 0, 0, 0, 0];
+    let mut client = server;
+    client[15] = 1;
+    assert_eq!(group(Tool::SEND_BW, |_| {}), (QpType::Ud, Some(server)));
+    assert_eq!(
+        group(Tool::SEND_LAT, |a| a.server = Some("peer".into())),
+        (QpType::Ud, Some(client))
+    );
+    let v4 = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 239, 1, 1, 1];
+    assert_eq!(
+        group(Tool::SEND_BW, |a| {
+            a.connection = "RC".into();
+            a.mgid = Some("0:0:0:0:0:0:0:0:0:0:255:255:239:1:1:0x1".into());
+        }),
+        (QpType::Ud, Some(v4))
+    );
+    let refusal = |tool: Tool, f: fn(&mut PerfArgs)| {
+        err(tool, |a| {
+            a.mcg = true;
+            f(a)
+        })
+    };
+    assert_eq!(
+        refusal(Tool::WRITE_BW, |_| {}),
+        "MultiCast feature only available on SEND verb"
+    );
+    assert_eq!(
+        refusal(Tool::SEND_BW, |a| a.bidirectional = true),
+        "Bidirectional mode not supported in multicast"
+    );
+    assert_eq!(
+        refusal(Tool::SEND_BW, |a| a.qps = Some(2)),
+        "Only 1 QP supported in multicast"
+    );
+    assert_eq!(
+        refusal(Tool::SEND_LAT, |a| a.rdma_cm = true),
+        "Perftest still doesn't support Multicast with rdma_cm"
+    );
+    assert!(refusal(Tool::SEND_BW, |a| a.mgid = Some("1:2:3".into()))
+        .starts_with("-M/--MGID \"1:2:3\": give 16 numbers"));
+    assert!(refusal(Tool::SEND_BW, |a| a.mgid =
+        Some("0:0:0:0:0:0:0:0:0:0:255:255:10:1:1:1".into()))
+    .contains("is not a multicast group"));
+    assert_eq!(
+        err(Tool::SEND_BW, |a| a.mgid =
+            Some("255:1:0:0:0:0:0:0:0:0:0:0:0:0:0:1".into())),
+        "-M/--MGID names the group of -g: add -g"
+    );
+}

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::sys;
 use sys::ibv_qp_attr_mask as M;
 
+mod mcast;
 mod post;
 
 /// Transport of a QP.
@@ -205,6 +206,8 @@ pub struct QueuePair {
     kept_ahs: Vec<Arc<AddressHandle>>,
     /// The SRQ its RECVs come from, if made with one: destroyed after this QP.
     srq: Option<Arc<SharedReceiveQueue>>,
+    /// Multicast groups (MGID, MLID) it is attached to: detached before it is destroyed.
+    groups: Vec<(super::Gid, u16)>,
 }
 
 // SAFETY: the QP's handles may be used from any thread, one at a time; `QueuePair` is not `Sync`,
@@ -383,6 +386,7 @@ impl QueuePair {
             kept_mrs: Vec::new(),
             kept_ahs: Vec::new(),
             srq: None,
+            groups: Vec::new(),
         };
         qp.modify_to_init()?;
         if qp_type == QpType::Ud {
@@ -615,6 +619,7 @@ impl Drop for QueuePair {
             // provider's send-queue lock is released before the QP goes.
             unsafe { sys::shim_wr_abort(self.ex) };
         }
+        self.detach_groups();
         // SAFETY: `raw` is a live QP; its CQs, PD, and every region and AH its WRs referenced are
         // kept alive by our Arcs until after this call, which ends all of its WRs.
         unsafe { sys::ibv_destroy_qp(self.raw.as_ptr()) };
