@@ -83,11 +83,20 @@ fn check_failed(out: &str, code: i32, status: ExitStatus, err: &str) {
 }
 
 /// A pair that ran and was killed with -9 on both sides: its entries stay behind (until they
-/// expire).
+/// expire). Killed once both have published their entries and a second more: a fixed wait
+/// was once too short on a busy guest, and the new run then found no entry at all.
 fn killed_pair(m: &Memcached) {
     let mut s = start(RW, m, &["--duration", "600"]);
     let mut c = start(RW, m, &["--is-client", "1", "--duration", "600"]);
-    std::thread::sleep(Duration::from_secs(4));
+    let t0 = Instant::now();
+    while !(m.has("server-0") && m.has("client-0")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the pair did not publish its entries within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
     assert!(s.try_wait().unwrap().is_none() && c.try_wait().unwrap().is_none());
     kill9(&mut s);
     kill9(&mut c);

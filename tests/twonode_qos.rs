@@ -1,10 +1,11 @@
-//! QoS on the wire: the traffic class a run asks for is what its RoCE v2 packets carry, read by
-//! tcpdump on node 0's netdev (the IP header's TOS byte) in both directions: a paper benchmark
-//! (`--traffic-class`), perftest's flags on our tools (`--tclass` over the TCP exchange and over
-//! UD, `-T/--tos` over RDMA CM), and ours against perftest's ib_write_bw. The TTL is the
-//! kernel's: its route's hop limit, whatever the address vector says (so `--hop-limit` is
-//! refused on RoCE v2, and a route with `hoplimit 9` shows on the wire). Runs on both guests of `softroce.sh run
-//! --nodes 2` (bench_scripts/test.sh does); outside that testbed it fails, never skips.
+//! QoS on the wire (and, in its own test, UD multicast across the link): the traffic class a
+//! run asks for is what its RoCE v2 packets carry, read by tcpdump on node 0's netdev (the IP
+//! header's TOS byte) in both directions: a paper benchmark (`--traffic-class`), perftest's flags
+//! on our tools (`--tclass` over the TCP exchange and over UD, `-T/--tos` over RDMA CM), and ours
+//! against perftest's ib_write_bw. The TTL is the kernel's: its route's hop limit, whatever the
+//! address vector says (so `--hop-limit` is refused on RoCE v2, and a route with `hoplimit 9`
+//! shows on the wire). Runs on both guests of `softroce.sh run --nodes 2` (bench_scripts/test.sh
+//! does); outside that testbed it fails, never skips.
 
 #[path = "common/bench_run.rs"]
 mod bench_run;
@@ -242,4 +243,31 @@ fn traffic_class_and_hop_limit_on_the_wire() {
             against_perftest("ib_write_bw", "write-bw", 18814, &args)
         },
     );
+}
+
+#[test]
+fn multicast_across_the_link() {
+    // send-bw -g between the nodes: node 0's QP joins an IPv4-mapped group, and node 0 joins the
+    // group's IP address on its netdev (IGMP), without which its NIC filter and IP layer drop
+    // the group's frames; node 1 sends to the group (through the 224.0.0.0/4 route). Every
+    // datagram must arrive.
+    let group = "0:0:0:0:0:0:0:0:0:0:255:255:239:1:1:3";
+    let (code, out, err) = outcome(tool_pair(
+        "send-bw",
+        18815,
+        &["-g", "-M", group, "-n", "500", "-s", "512"],
+    ));
+    assert_eq!(code, 0, "send-bw -g node {}\n{out}\n{err}", node());
+    assert!(out.contains("Send BW Multicast Test"), "{out}");
+    if node() == 0 {
+        assert!(
+            out.contains("local address: LID 0000 QPN 0xffffff")
+                && out.contains("MGID: 00:00:00:00:00:00:00:00:00:00:255:255:239:01:01:03"),
+            "{out}"
+        );
+        assert!(
+            !err.contains("were lost"),
+            "multicast receiver:\n{out}\n{err}"
+        );
+    }
 }

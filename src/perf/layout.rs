@@ -27,6 +27,11 @@ pub struct Geometry {
     pub ud: bool,
     /// `--mr_per_qp`: each QP's buffer is an MR of its own.
     pub per_qp: bool,
+    /// Bytes between two QPs' buffers in one MR (0 with one MR per QP): [`Geometry::local`] is
+    /// read in the posting loop, so it stays one multiplication.
+    qp_stride: u64,
+    /// Where QP 0's exposed buffer starts in its MR.
+    exposed_base: u64,
 }
 
 impl Geometry {
@@ -39,6 +44,8 @@ impl Geometry {
             nq,
             ud: false,
             per_qp: false,
+            qp_stride: alloc_size.max(cycle),
+            exposed_base: nq * alloc_size.max(cycle),
         }
     }
 
@@ -46,6 +53,8 @@ impl Geometry {
     pub fn one_mr_per_qp(self) -> Geometry {
         Geometry {
             per_qp: true,
+            qp_stride: 0,
+            exposed_base: self.buff,
             ..self
         }
     }
@@ -86,12 +95,12 @@ impl Geometry {
 
     /// Offset QP `i` sends from, in its MR.
     pub fn local(&self, i: u64) -> u64 {
-        (i % self.qps_per_mr()) * self.buff
+        i * self.qp_stride
     }
 
     /// Offset QP `i` exposes to its peer, in its MR.
     pub fn exposed(&self, i: u64) -> u64 {
-        (self.qps_per_mr() + i % self.qps_per_mr()) * self.buff
+        self.exposed_base + i * self.qp_stride
     }
 
     /// Where QP `i` receives a `size`-byte message, and how many bytes its RECV takes: the

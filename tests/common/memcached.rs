@@ -51,6 +51,19 @@ impl Memcached {
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
+
+    /// True when it holds `key` (a registry entry, once its process has published it).
+    #[allow(dead_code)] // not every test binary that starts a memcached reads it
+    pub fn has(&self, key: &str) -> bool {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+        let mut reply = [0u8; 5];
+        s.write_all(format!("get {key}\r\n").as_bytes()).is_ok()
+            && s.read_exact(&mut reply).is_ok()
+            && &reply == b"VALUE"
+    }
 }
 
 /// True once memcached answers a request on `port`: a listening socket alone is not enough (a
