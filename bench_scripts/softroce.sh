@@ -337,7 +337,7 @@ in_root ip link set "$NETDEV" mtu $MTU
 in_root ip addr add "$IP/24" dev "$NETDEV"
 in_root ip link set "$NETDEV" up || fail "no $NETDEV"
 # A route for multicast groups, as a host's default route gives (UD multicast: send-bw -g).
-in_root ip route add 224.0.0.0/4 dev "$NETDEV"
+in_root ip route add 224.0.0.0/4 dev "$NETDEV" || fail "no multicast route on $NETDEV"
 in_root rdma link add rxe0 type rxe netdev "$NETDEV" || fail "rdma link add rxe0 failed"
 P=/sys/class/infiniband/rxe0/ports/1
 GID=

@@ -36,6 +36,11 @@ pub(super) fn check_device(ctx: &Arc<Context>, settings: &Settings, a: &PerfArgs
         match settings.qp_type {
             QpType::Rc => {}
             QpType::Uc => return Err(crate::verbs::iwarp::rc_only(name, "UC", "-c UC")),
+            QpType::Ud if settings.mcast_group.is_some() => {
+                return Err(Error::config(format!(
+                    "-g/--mcg: {name} is an iWARP device, which has no UD QPs and no multicast"
+                )))
+            }
             QpType::Ud => return Err(crate::verbs::iwarp::rc_only(name, "UD", "-c UD")),
         }
     }

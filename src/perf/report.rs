@@ -155,6 +155,9 @@ impl TestInfo<'_> {
                 &format!("Using_{}_comp{v}", self.device),
             );
         }
+        if s.mcast_group.is_some() {
+            j = j.str("MultiCast_runs", "on_UD");
+        }
         j = j
             .str("Dual_port", "OFF")
             .str("Device", self.device)

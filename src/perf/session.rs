@@ -162,8 +162,9 @@ fn check_group(port: &Port, joins: Option<Gid>) -> Result<()> {
 /// Attaches `qp` to `group`, after this host joined the group's IP address where packets are
 /// IP (RoCE v2).
 fn join_group(port: &Port, qp: &mut QueuePair, group: Gid) -> Result<Option<IpGroup>> {
-    let ip = IpGroup::join(port, group)?;
-    qp.attach_multicast(group, 0)?;
+    let named = |e: Error| Error::config(format!("-g/--mcg (group {group}, -M to change it): {e}"));
+    let ip = IpGroup::join(port, group).map_err(named)?;
+    qp.attach_multicast(group, 0).map_err(named)?;
     Ok(ip)
 }
 
@@ -384,12 +385,6 @@ impl Session {
             }
             qps.push(qp);
         }
-        // -g: the receiving side's QP joins the group (both sides of a latency test); its key
-        // message then names the group, and perftest's QPN for multicast.
-        let mcast = match settings.mcast_group {
-            Some(group) if receives => Some((group, join_group(&port, &mut qps[0], group)?)),
-            _ => None,
-        };
         let mut registered = Vec::with_capacity(geo.mrs() as usize);
         for _ in 0..geo.mrs() {
             let mr = register_buffer(&res, &settings, geo.mr_len() as usize, a.use_hugepages)?;
@@ -399,6 +394,12 @@ impl Session {
         let mrs: Vec<_> = (0..nq as usize)
             .map(|i| Arc::clone(&registered[i % registered.len()]))
             .collect();
+        // -g: the receiving side's QP joins the group (both sides of a latency test); its key
+        // message then names the group, and perftest's QPN for multicast.
+        let mcast = match settings.mcast_group {
+            Some(group) if receives => Some((group, join_group(&port, &mut qps[0], group)?)),
+            _ => None,
+        };
         // iWARP: send-bw's SENDs are paced by perftest's credit words, whose keys the key
         // messages carry instead of the buffer's.
         let credits = (ctx.is_iwarp() && tool == super::Tool::SEND_BW)

@@ -490,12 +490,37 @@ fn rkeys(out: &str, side: &str) -> Vec<String> {
         .collect()
 }
 
+/// Runs `c` (a tool under `timeout`) to its end, and says how many MRs its tool process held at
+/// most meanwhile, by `rdma resource show mr` ten times a second.
+fn most_mrs_while_running(c: &mut std::process::Child) -> usize {
+    let children = format!("/proc/{0}/task/{0}/children", c.id());
+    let mut most = 0;
+    while c.try_wait().unwrap().is_none() {
+        let tool = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(pid) = tool.split_whitespace().next() {
+            let o = std::process::Command::new("rdma")
+                .args(["resource", "show", "mr"])
+                .output()
+                .unwrap();
+            let owned = format!(" pid {pid} ");
+            let n = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| l.contains(&owned))
+                .count();
+            most = most.max(n);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    most
+}
+
 #[test]
 fn one_memory_region_per_qp_with_mr_per_qp() {
     let on = On::testbed();
     // --mr_per_qp: each QP's buffer is registered on its own and its key sent in its own key
     // message (the wire is as without it). Each BW tool with two QPs against perftest both
-    // ways; WRITE and READ show their keys, which must then be two on each side.
+    // ways. Ours must hold two MRs (counted by the kernel, held 2 s after the test by
+    // --wait_destroy), and WRITE and READ show two distinct keys on each side.
     for tool in ["write-bw", "read-bw", "send-bw", "atomic-bw"] {
         let mut args = vec!["-n", "200", "-q", "2", "--mr_per_qp"];
         let size = if tool == "atomic-bw" {
@@ -504,11 +529,30 @@ fn one_memory_region_per_qp_with_mr_per_qp() {
             args.extend(["-s", "256"]);
             256
         };
+        let mut ours_args = args.clone();
+        ours_args.extend(["--wait_destroy", "2"]);
         for (server, client) in [(Who::Ours, Who::Perftest), (Who::Perftest, Who::Ours)] {
-            let (s, c) = sides(&on, tool, (server, &args), (client, &args));
+            let port = next_port();
+            let side = |who: Who| if who == Who::Ours { &ours_args } else { &args };
+            let mut s = perftest_pair::command(&on, server, tool, side(server), port, None)
+                .spawn()
+                .unwrap();
+            if client == Who::Perftest {
+                perftest_pair::wait_listening(port, false);
+            }
+            let mut c = perftest_pair::command(&on, client, tool, side(client), port, Some(&on.ip))
+                .spawn()
+                .unwrap();
+            let mrs = if server == Who::Ours {
+                most_mrs_while_running(&mut s)
+            } else {
+                most_mrs_while_running(&mut c)
+            };
+            let (s, c) = (wait(s), wait(c));
             both_ok(&format!("{tool} --mr_per_qp"), &s, &c);
             // perftest counts every QP's messages: 2 × 200.
             check_bw(tool, &s.out, &c.out, &[size], 400, (server, client));
+            assert_eq!(mrs, 2, "{tool}: ours held {mrs} MRs at most");
             if matches!(tool, "write-bw" | "read-bw") {
                 let ours = if server == Who::Ours { &s.out } else { &c.out };
                 for side in ["local", "remote"] {
@@ -532,6 +576,29 @@ fn ip_member(on: &On, group: [u8; 4]) -> std::net::UdpSocket {
     s.join_multicast_v4(&group.into(), &on.ip.parse().unwrap())
         .unwrap();
     s
+}
+
+/// The index of the testbed device's IPv6 (not IPv4-mapped) RoCE v2 GID, and the interface
+/// index of its netdev.
+fn ipv6_roce_v2_gid(on: &On) -> (String, u32) {
+    let port = format!("/sys/class/infiniband/{}/ports/1", on.device);
+    let read = |p: String| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    for i in 0..16 {
+        let gid = read(format!("{port}/gids/{i}"));
+        if gid.starts_with("fe80:") && read(format!("{port}/gid_attrs/types/{i}")) == "RoCE v2" {
+            let netdev = read(format!("{port}/gid_attrs/ndevs/{i}"));
+            let ifindex = read(format!("/sys/class/net/{netdev}/ifindex"))
+                .parse()
+                .unwrap();
+            return (i.to_string(), ifindex);
+        }
+    }
+    panic!("{} has no IPv6 RoCE v2 GID", on.device);
 }
 
 #[test]
@@ -577,7 +644,32 @@ fn multicast_with_mcg_and_mgid() {
         both_ok("send-lat -g", &s, &c);
         perftest_pair::check_lat("send-lat", &s.out, &c.out, &[64], 200);
     }
-    // perftest's default group is IPv6, the testbed's GID IPv4: refused at once, in one line.
+    // perftest's default group (ff01:0:2:c985::, IPv6) on the device's IPv6 RoCE v2 GID:
+    // send-bw against perftest both ways. A perftest receiver gets this host's membership of
+    // the group from the test, as above.
+    let (v6_index, ifindex) = ipv6_roce_v2_gid(&on);
+    let v6 = On {
+        gid_index: Some(v6_index),
+        ..On::testbed()
+    };
+    let args: &[&str] = &["-n", "300", "-s", "512", "-g"];
+    for (server, client) in [(Who::Ours, Who::Perftest), (Who::Perftest, Who::Ours)] {
+        let _member = (server == Who::Perftest).then(|| {
+            let s = std::net::UdpSocket::bind("[::]:0").unwrap();
+            let group: std::net::Ipv6Addr = "ff01:0:2:c985::".parse().unwrap();
+            s.join_multicast_v6(&group, ifindex).unwrap();
+            s
+        });
+        let (s, c) = sides(&v6, "send-bw", (server, args), (client, args));
+        both_ok("send-bw -g (IPv6 default group)", &s, &c);
+        check_bw("send-bw", &s.out, &c.out, &[512], 300, (server, client));
+        let ours = if server == Who::Ours { &s.out } else { &c.out };
+        assert!(
+            ours.contains("MGID: 255:01:00:00:00:02:201:133:00:00:00:00:00:00:00:00"),
+            "{ours}"
+        );
+    }
+    // The same group on the IPv4 GID: refused at once, in one line.
     let (code, err) = run_alone(&on, "send-bw", &["-g"], None);
     assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
     assert!(
