@@ -527,7 +527,7 @@ impl Settings {
             mcast_group: match (a.mcg, &a.mgid) {
                 (false, _) => None,
                 (true, Some(m)) => Some(parse_mgid(m)?),
-                (true, None) => Some(default_mgid(a.server.is_some() != a.reversed)),
+                (true, None) => Some(default_mgid(posts)),
             },
             // perftest's receiving sides: both of a latency test, a BW server, -b's both.
             srq_here: a.use_srq && (!bw || !posts || a.bidirectional),

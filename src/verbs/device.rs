@@ -292,19 +292,18 @@ impl Context {
 
     /// The GID type as the kernel reports it in sysfs (`ports/N/gid_attrs/types/I`), if it does.
     pub fn gid_type_from_sysfs(&self, port: u8, index: u32) -> Option<String> {
-        let path = format!(
-            "/sys/class/infiniband/{}/ports/{port}/gid_attrs/types/{index}",
-            self.name
-        );
-        std::fs::read_to_string(path)
-            .ok()
-            .map(|s| s.trim().to_string())
+        self.gid_attr(port, "types", index)
     }
 
     /// The netdev a GID entry belongs to (sysfs `ports/N/gid_attrs/ndevs/I`), on RoCE.
     pub fn gid_netdev(&self, port: u8, index: u32) -> Option<String> {
+        self.gid_attr(port, "ndevs", index)
+    }
+
+    /// One of a GID entry's attributes in sysfs (`ports/N/gid_attrs/ATTR/I`), trimmed.
+    fn gid_attr(&self, port: u8, attr: &str, index: u32) -> Option<String> {
         let path = format!(
-            "/sys/class/infiniband/{}/ports/{port}/gid_attrs/ndevs/{index}",
+            "/sys/class/infiniband/{}/ports/{port}/gid_attrs/{attr}/{index}",
             self.name
         );
         std::fs::read_to_string(path)
