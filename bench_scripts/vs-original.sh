@@ -8,26 +8,38 @@
 # SRC_DIR is your checkout of https://github.com/efficient/rdma_bench (the CMake tree with
 # libhrd_cpp/). It is copied to target/vs-original/src, patched there with
 # bench_scripts/original-gid.patch (GID addressing for RoCE, standard verbs instead of Mellanox's
-# ibv_exp_*, gcc 12; see the patch's header) and built with its own CMakeLists (-DPERF=ON) into
-# target/vs-original/bin; SRC_DIR itself is never written. Then, on an ACTIVE RDMA port (through
-# bench_scripts/softroce.sh's guest when the host has none; everything runs in ONE boot), per
-# point and repetition: ours (bench_scripts/run-local.sh rw-tput-sender …) then the original's
-# rw-tput-sender (server = active side, client = passive; a fresh private memcached each run, as
-# the original hangs on stale keys; both killed after DURATION seconds, their SysV segments
-# removed). Instructions per op by callgrind: ours with bench_scripts/instr-per-op.sh
-# ((Ir(N2) - Ir(N1)) / (N2 - N1)); the original, which never stops, with a callgrind dump before
-# each of its reports (--dump-before=rand: rw-tput-sender calls rand() once per report) so that
-# one dump holds exactly HRD_REPORT_OPS operations of its loop: Ir(dump) / HRD_REPORT_OPS.
+# ibv_exp_*, gcc 12, a callgrind mark per report; see the patch's header) and built with its own
+# CMakeLists (-DPERF=ON) into target/vs-original/bin; atomics-sequencer twice, as its workload is
+# compile-time (main.h's constants set on the copy: the sequencer's one counter, and DrTM-KV on
+# 16 MiB). SRC_DIR itself is never written. Then, on an ACTIVE RDMA port (through
+# bench_scripts/softroce.sh's guest when the host has none; everything runs in ONE boot), per pair
+# and repetition: ours (bench_scripts/run-local.sh BENCH …) then the original's two roles (a fresh
+# private memcached each run, as the original hangs on stale keys; both killed after DURATION
+# seconds and two reports, their SysV segments removed).
 #
-# Prints per point: ours Mops | original Mops | ratio (ours / original) | ours instr/op |
-# original instr/op, then `rdma-bench compare` on one recorded pair per point when that subcommand
-# works. A run's rate, for both suites: the median of its `main: Server 0: <ops/s> IOPS` reports
-# after the first; a point's: the median over its repetitions. Raw logs: target/vs-original/logs/.
+# Pairs (PAIRS, default all, in this order): rw-tput-sender-{write,read}-pl{1,16} (32-byte
+# WRITE/READ at postlist 1 and 16), rw-tput-receiver, ud-sender, ud-receiver, ss-echo,
+# atomics-sequencer (the sequencer: every FETCH_AND_ADD on one counter), atomics-sequencer-drtm
+# (DrTM-KV's READ/atomic mix); each at the original's run-script flags, one thread per role,
+# compared on the side the original reports (the server for ud-receiver and ss-echo). The table
+# also lists the benchmarks no pair covers, and why.
 #
-# Environment: REPS (2) repetitions per point; DURATION (4) seconds per run; POINTS (default
-# "write:32:1 write:32:16 read:32:1 read:32:16", op:size:postlist); VS_INSTR=0 skips callgrind;
-# INSTR_N1/INSTR_N2 (10000/50000) ours' iterations under callgrind; ORIG_INSTR_OPS (10000) the
-# original's operations per callgrind dump; VS_TIMEOUT (1800) bounds the testbed run.
+# Instructions per op by callgrind, on the measured side only: ours (Ir(N2) - Ir(N1)) / (N2 - N1)
+# with --iters N1 and N2 (setup and teardown cancel); the original, which never stops, with a
+# callgrind dump before each of its reports (--dump-before=hrd_report_mark, the patch's empty
+# function called once per report) so that one dump holds exactly HRD_REPORT_OPS operations of its
+# loop: Ir(dump) / HRD_REPORT_OPS, the median of three dumps.
+#
+# Prints per pair: ours Mops | original Mops | ratio (ours / original) | ours instr/op | original
+# instr/op | ratio (ours / original). A run's rate: ours, the median of its per-second reports
+# after the first; the original's, which reports every HRD_REPORT_OPS operations (set to half a
+# second at ours' rate, a multiple of 64), the median of HRD_REPORT_OPS / the time between two
+# reports' arrival, after the first interval. A pair's: the median over its repetitions. Raw logs: target/vs-original/logs/.
+#
+# Environment: PAIRS (all); REPS (2) repetitions per pair; DURATION (4) seconds per run;
+# VS_INSTR=0 skips callgrind; INSTR_N1/INSTR_N2 (10000/50000) ours' iterations under callgrind;
+# ORIG_INSTR_OPS (10240, a multiple of 64) the original's operations per callgrind dump; VS_TIMEOUT (3600) bounds
+# the testbed run.
 # Needs: cmake, g++, make, patch, memcached, libibverbs-dev, libgflags-dev, libmemcached-dev,
 # libnuma-dev; valgrind for the instr/op columns.
 #
@@ -68,19 +80,24 @@ for f in CMakeLists.txt libhrd_cpp/hrd_conn.cc libhrd_cpp/hrd_util.cc rw-tput-se
   [ -f "$src/$f" ] || { echo "$prog: $layout_msg; '$src' has no $f" >&2; exit 2; }
 done
 src=$(cd "$src" && pwd -P)
+source "$here/lib/vs-pairs.sh"
 
 REPS=${REPS:-2}
 DURATION=${DURATION:-4}
-POINTS=${POINTS:-"write:32:1 write:32:16 read:32:1 read:32:16"}
+PAIRS=${PAIRS:-$ALL_PAIRS}
 VS_INSTR=${VS_INSTR:-1}
-ORIG_INSTR_OPS=${ORIG_INSTR_OPS:-10000}
-export INSTR_N1=${INSTR_N1:-10000} INSTR_N2=${INSTR_N2:-50000}
+ORIG_INSTR_OPS=${ORIG_INSTR_OPS:-10240}
+INSTR_N1=${INSTR_N1:-10000}
+INSTR_N2=${INSTR_N2:-50000}
 num='^[0-9]+$'
 [[ $REPS =~ $num && $REPS -ge 1 ]] || die "REPS must be a whole number >= 1" 2
 [[ $DURATION =~ $num && $DURATION -ge 1 ]] || die "DURATION must be whole seconds >= 1" 2
-[[ $ORIG_INSTR_OPS =~ $num && $ORIG_INSTR_OPS -ge 1000 ]] || die "ORIG_INSTR_OPS must be a number >= 1000" 2
-for p in $POINTS; do
-  [[ $p =~ ^(write|read):[0-9]+:[0-9]+$ ]] || die "POINTS: '$p' is not op:size:postlist (op write or read)" 2
+[[ $ORIG_INSTR_OPS =~ $num && $ORIG_INSTR_OPS -ge 1024 && $((ORIG_INSTR_OPS % 64)) = 0 ]] ||
+  die "ORIG_INSTR_OPS must be a multiple of 64 (so of every postlist), >= 1024" 2
+[[ $INSTR_N1 =~ $num && $INSTR_N2 =~ $num && $INSTR_N2 -gt $INSTR_N1 && $INSTR_N1 -ge 1 ]] ||
+  die "INSTR_N1 and INSTR_N2 must be whole numbers, 1 <= INSTR_N1 < INSTR_N2" 2
+for p in $PAIRS; do
+  pair "$p" || die "PAIRS: unknown pair '$p' (the pairs: $(echo $ALL_PAIRS))" 2
 done
 
 out=$root/target/vs-original
@@ -105,19 +122,21 @@ if [ -z "${SOFTROCE_INSIDE:-}" ]; then
     die "bench_scripts/original-gid.patch does not apply to $src (made for efficient/rdma_bench a038ec5, the CMake tree): $(head -3 "$out/patch.log" | tr '\n' ' ')"
   echo "$prog: building the patched original in $out/src" >&2
   cmake -S "$out/src" -B "$out/cmake" -DPERF=ON >"$out/build.log" 2>&1 || die "cmake failed, see $out/build.log"
-  for b in rw-tput-sender rw-tput-receiver ud-sender ud-receiver; do
+  for b in rw-tput-sender rw-tput-receiver ud-sender ud-receiver ss-echo; do
     if make -C "$out/cmake" "$b" >>"$out/build.log" 2>&1; then
       cp "$out/src/build/$b" "$bin/"
-    elif [ $b = rw-tput-sender ]; then
-      die "the original's rw-tput-sender did not build, see $out/build.log"
     else
-      echo "$prog: the original's $b did not build (see $out/build.log); not needed for the pairs" >&2
+      echo "$prog: the original's $b did not build (see $out/build.log): its pairs read '-'" >&2
     fi
   done
-  build_outside_testbed --bin rw-tput-sender --bin rdma-bench
+  build_atomics_variants "$out/src" "$out/cmake" "$bin" ||
+    echo "$prog: the original's atomics-sequencer did not build (see $out/build.log): its pairs read '-'" >&2
+  bins=()
+  for p in $PAIRS; do pair "$p" && bins+=(--bin "$ours_bin"); done
+  build_outside_testbed "${bins[@]}" --bin rdma-bench
 fi
 mkdir -p "$logs"
-on_device "${VS_TIMEOUT:-1800}" "$out" "$0" "$src"
+on_device "${VS_TIMEOUT:-3600}" "$out" "$0" "$src"
 
 # ------------------------------------------------------------------ on the device: the matched pairs
 command -v memcached >/dev/null || die "memcached not installed (bench_scripts/softroce.sh setup)"
@@ -125,12 +144,14 @@ have_valgrind=0
 if [ "$VS_INSTR" = 1 ]; then
   if command -v valgrind >/dev/null; then have_valgrind=1; else echo "$prog: valgrind not installed: no instr/op columns" >&2; fi
 fi
-[ -x "$bin/rw-tput-sender" ] || die "$bin/rw-tput-sender missing: run vs-original.sh on the host first"
-[ -x target/release/rw-tput-sender ] || die "target/release/rw-tput-sender missing (cargo build --release)"
 rm -rf "${logs:?}"/*
-dev=${RDMA_BENCH_DEVICE:-}
+dev=${RDMA_BENCH_DEVICE:-$(basename "$(dirname "$(dirname "$(grep -l ACTIVE /sys/class/infiniband/*/ports/*/state | head -1)")")")}
+ours_dev=(--device "$dev")
 export HRD_REGISTRY_IP=127.0.0.1
-[ -n "${RDMA_BENCH_GID_INDEX:-}" ] && export HRD_GID_INDEX=$RDMA_BENCH_GID_INDEX
+if [ -n "${RDMA_BENCH_GID_INDEX:-}" ]; then
+  export HRD_GID_INDEX=$RDMA_BENCH_GID_INDEX
+  ours_dev+=(--gid-index "$RDMA_BENCH_GID_INDEX")
+fi
 mc_user=(); [ "$(id -u)" = 0 ] && mc_user=(-u root)
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # Every process a run starts is in kids; the run functions execute in $(…) subshells, each with
@@ -175,150 +196,145 @@ stop() {
   done
 }
 
-# wait_for FILE REGEX SECS: until FILE has a line matching REGEX; 1 on timeout
-wait_for() {
-  local i
-  for ((i = 0; i < $3 * 10; i++)); do
-    grep -qE "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# reports FILE SIDE: how many reports of SIDE's thread 0 FILE has so far
+reports() { grep -a -c "main: $2 0: [0-9]" "$1" 2>/dev/null || true; }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# rate FILE: both suites print `main: Server 0: <ops/s> IOPS` per report; the same estimator for
-# both, the median in Mops of the reports after the first (the first spans the ramp-up)
-rate() {
-  # No report at all (a run that never connected) is an empty rate, not the script's end.
-  { grep -o 'main: Server 0: [0-9.]* IOPS' "$1" || true; } | awk '{ print $4 }' |
-    awk '{ v[NR] = $1 } END { for (i = (NR > 2 ? 2 : 1); i <= NR; i++) print v[i] / 1e6 }' | median |
-    awk '{ if ($1 == "-") print ""; else printf "%.4g\n", $1 }'
-}
-
-orig_client() { # log: the passive side of the original's rw-tput-sender
-  stdbuf -oL -eL "$bin/rw-tput-sender" --num_threads 1 --dual_port 0 --use_uc 0 --is_client 1 --machine_id 0 >"$1" 2>&1 &
-  kids+=($!)
-  client=$!
-}
-
-# ours NAME SIZE POSTLIST READ REP -> Mops of the active side (the server)
+# ours NAME REP -> Mops of ours' measured side (the pair's variables set by `pair NAME`)
 ours() {
-  local log=$logs/ours-$1-r$5.log
-  bench_scripts/run-local.sh rw-tput-sender --size "$2" --postlist "$3" --do-read "$4" --duration "$DURATION" --json >"$log" 2>&1 || true
-  { grep '^\[server\] main: Server 0: ' "$log" || true; } | rate /dev/stdin
+  local log=$logs/ours-$1-r$2.log
+  # shellcheck disable=SC2086 # the flags are words
+  bench_scripts/run-local.sh "$ours_bin" $ours_flags --duration "$DURATION" --json >"$log" 2>&1 || true
+  ours_rates "$log" "${ours_side^}" | steady
 }
 
-# original NAME SIZE POSTLIST READ REP REPORT_OPS -> Mops
+# original NAME REP REPORT_OPS -> Mops of the original's measured side
 original() {
-  local log=$logs/original-$1-r$5.log mc client server
+  local log=$logs/original-$1-r$2 mc pids=() side=${orig_side^} i
   trap cleanup EXIT
   start_mc
-  orig_client "$logs/original-$1-r$5.client.log"
-  HRD_REPORT_OPS=$6 stdbuf -oL -eL "$bin/rw-tput-sender" --num_threads 1 --dual_port 0 --use_uc 0 --is_client 0 \
-    --size "$2" --postlist "$3" --do_read "$4" >"$log" 2>&1 &
-  server=$!
-  kids+=($server)
-  if wait_for "$log" 'main: Server 0 connected' 60; then
+  # shellcheck disable=SC2086
+  HRD_REPORT_OPS=$3 stdbuf -oL -eL "$bin/$orig_bin" $orig_server > >(stamp >"$log.server.log") 2>&1 &
+  pids+=($!)
+  # shellcheck disable=SC2086
+  HRD_REPORT_OPS=$3 stdbuf -oL -eL "$bin/$orig_bin" $orig_client > >(stamp >"$log.client.log") 2>&1 &
+  pids+=($!)
+  kids+=("${pids[@]}")
+  local m=$log.$orig_side.log
+  for ((i = 0; i < 600; i++)); do
+    [ "$(reports "$m" "$side")" -ge 1 ] && break
+    sleep 0.1
+  done
+  if [ "$(reports "$m" "$side")" -ge 1 ]; then
     sleep "$DURATION"
-    # at least two reports, however slow the device
+    # at least four reports (three intervals, the first dropped), however slow the device
     for _ in $(seq $((DURATION * 10))); do
-      [ "$(grep -c 'main: Server 0: .* IOPS' "$log")" -ge 2 ] && break
+      [ "$(reports "$m" "$side")" -ge 4 ] && break
       sleep 0.1
     done
   else
-    echo "$prog: the original did not connect within 60 s (see $log)" >&2
+    echo "$prog: the original's $orig_bin made no report within 60 s (see $log.*.log)" >&2
   fi
-  stop "$server" "$client"
+  stop "${pids[@]}"
   stop "$mc"
-  rate "$log"
+  orig_rates "$m" "$side" "$3" | steady
 }
 
-# ours_instr SIZE POSTLIST READ -> user instructions per op (bench_scripts/instr-per-op.sh)
+# ours_instr NAME -> user instructions per op of ours' measured side: (Ir(N2) - Ir(N1)) / (ops(N2)
+# - ops(N1)). Both roles get --iters N (the side that posts stops after N, a side that only
+# answers or receives stops when its peer is done); ops(N) is what the measured side's JSON
+# summary counted.
 ours_instr() {
-  local o
-  o=$(bench_scripts/instr-per-op.sh --size "$1" --postlist "$2" --do-read "$3" 2>>"$logs/instr.log") || true
-  echo "$o" >>"$logs/instr.log"
-  sed -n 's/^\([0-9.]*\) user instructions per op.*/\1/p' <<<"$o"
+  local d=$logs/cg-ours-$1 n other meas ir=() ops=() mc o
+  trap cleanup EXIT
+  mkdir -p "$d"
+  for n in "$INSTR_N1" "$INSTR_N2"; do
+    start_mc
+    local common=("${ours_dev[@]}" --registry "127.0.0.1:$HRD_REGISTRY_PORT" --hugepages off --iters "$n")
+    if [ "$ours_side" = server ]; then other=(--is-client 1) meas=(); else other=() meas=(--is-client 1); fi
+    # shellcheck disable=SC2086
+    target/release/$ours_bin $ours_flags "${common[@]}" "${other[@]}" --duration 600 >"$d/other.$n.log" 2>&1 &
+    o=$!
+    kids+=("$o")
+    # shellcheck disable=SC2086
+    timeout 300 valgrind --tool=callgrind --callgrind-out-file="$d/cg.$n" target/release/$ours_bin $ours_flags \
+      "${common[@]}" "${meas[@]}" --json >"$d/meas.$n.log" 2>&1 || echo "$prog: ours' $1 under callgrind failed (see $d/meas.$n.log)" >&2
+    stop "$o"
+    stop "$mc"
+    ir+=("$(awk '/^(summary|totals):/ { print $2; exit }' "$d/cg.$n" 2>/dev/null)")
+    ops+=("$({ grep -a -o '"summary":true.*' "$d/meas.$n.log" || true; } | grep -o '"ops":[0-9]*' | head -1 | cut -d: -f2)")
+  done
+  [ -n "${ir[0]}" ] && [ -n "${ir[1]}" ] && [ -n "${ops[0]}" ] && [ -n "${ops[1]}" ] || return 0
+  awk -v a="${ir[0]}" -v b="${ir[1]}" -v n1="${ops[0]}" -v n2="${ops[1]}" 'BEGIN { if (n2 > n1) printf "%.1f\n", (b - a) / (n2 - n1) }'
 }
 
-# orig_instr NAME SIZE POSTLIST READ -> user instructions per op of the original's active side
+# orig_instr NAME -> user instructions per op of the original's measured side
 orig_instr() {
-  local d=$logs/cg-$1 mc client server i parts=()
+  local d=$logs/cg-original-$1 mc o meas_flags other_flags i parts=()
   trap cleanup EXIT
   mkdir -p "$d"
   start_mc
-  orig_client "$d/client.log"
-  HRD_REPORT_OPS=$ORIG_INSTR_OPS valgrind --tool=callgrind --dump-before=rand --callgrind-out-file="$d/cg.out" \
-    "$bin/rw-tput-sender" --num_threads 1 --dual_port 0 --use_uc 0 --is_client 0 \
-    --size "$2" --postlist "$3" --do_read "$4" >"$d/server.log" 2>&1 &
-  server=$!
-  kids+=($server)
-  # dump k holds what ran between the (k-1)-th and k-th report: whole intervals are dumps 2, 3, …
-  for ((i = 0; i < 3000; i++)); do
+  if [ "$orig_side" = server ]; then meas_flags=$orig_server other_flags=$orig_client; else meas_flags=$orig_client other_flags=$orig_server; fi
+  # shellcheck disable=SC2086
+  HRD_REPORT_OPS=$ORIG_INSTR_OPS "$bin/$orig_bin" $other_flags >"$d/other.log" 2>&1 &
+  o=$!
+  # shellcheck disable=SC2086
+  HRD_REPORT_OPS=$ORIG_INSTR_OPS valgrind --tool=callgrind --dump-before='hrd_report_mark*' --callgrind-out-file="$d/cg.out" \
+    "$bin/$orig_bin" $meas_flags >"$d/meas.log" 2>&1 &
+  local m=$!
+  kids+=("$o" "$m")
+  # dump k holds what ran between the (k-1)-th and k-th report: whole intervals are dumps 2, 3, 4
+  # (no dump after ten reports: a build without the patch's mark)
+  for ((i = 0; i < 1800; i++)); do
     [ -s "$d/cg.out.4" ] && break
-    kill -0 "$server" 2>/dev/null || break
+    kill -0 "$m" 2>/dev/null || break
+    [ "$(reports "$d/meas.log" "${orig_side^}")" -ge 10 ] && [ ! -e "$d/cg.out.1" ] && break
     sleep 0.1
   done
-  stop "$server" "$client"
+  stop "$m" "$o"
   stop "$mc"
   for i in 2 3 4; do
     [ -s "$d/cg.out.$i" ] || continue
     parts+=("$(awk '/^(summary|totals):/ { print $2; exit }' "$d/cg.out.$i")")
   done
-  [ ${#parts[@]} -gt 0 ] || { echo "$prog: callgrind made no whole report interval of the original (see $d)" >&2; return 0; }
+  [ ${#parts[@]} -gt 0 ] || { echo "$prog: callgrind made no whole report interval of the original's $orig_bin (see $d)" >&2; return 0; }
   printf '%s\n' "${parts[@]}" | awk -v n="$ORIG_INSTR_OPS" '{ printf "%.1f\n", $1 / n }' | median
 }
 
 t0=$(date +%s)
-echo "$prog: device ${dev:-(first ACTIVE port)}, gid index ${RDMA_BENCH_GID_INDEX:-auto}; $REPS reps x $DURATION s per side and point" >&2
+echo "$prog: device $dev, gid index ${RDMA_BENCH_GID_INDEX:-auto}; $REPS reps x $DURATION s per side and pair" >&2
 rows=()
-for p in $POINTS; do
-  IFS=: read -r op size pl <<<"$p"
-  rd=0; [ "$op" = read ] && rd=1
-  name=rw-tput-sender-$op-$size-pl$pl
-  o_vals=(); c_vals=(); report=20000
+for p in $PAIRS; do
+  pair "$p"
+  o_vals=() c_vals=() report=20480
   for ((r = 1; r <= REPS; r++)); do
-    o=$(ours "$name" "$size" "$pl" "$rd" "$r")
-    [ -n "$o" ] && o_vals+=("$o") && report=$(awk -v m="$o" 'BEGIN { r = int(m * 1e6 / 2); print (r < 1000 ? 1000 : r) }')
-    c=$(original "$name" "$size" "$pl" "$rd" "$r" "$report")
-    [ -n "$c" ] && [ "$c" != - ] && c_vals+=("$c")
-    echo "$prog: $name rep $r: ours ${o:--} Mops, original ${c:--} Mops" >&2
+    o=$(ours "$p" "$r")
+    # the original reports about twice a second at ours' rate
+    # (a multiple of 64, so of every postlist: each report is exactly that many operations)
+    [ -n "$o" ] && o_vals+=("$o") && report=$(awk -v m="$o" 'BEGIN { r = int(m * 1e6 / 2 / 64) * 64; print (r < 1024 ? 1024 : r) }')
+    c=""
+    [ -x "$bin/$orig_bin" ] && c=$(original "$p" "$r" "$report")
+    [ -n "$c" ] && c_vals+=("$c")
+    echo "$prog: $p rep $r: ours ${o:--} Mops, original ${c:--} Mops" >&2
   done
   om=$(printf '%s\n' "${o_vals[@]}" | { grep . || true; } | median | awk '{ print ($1 == "-") ? "-" : sprintf("%.4g", $1) }')
   cm=$(printf '%s\n' "${c_vals[@]}" | { grep . || true; } | median | awk '{ print ($1 == "-") ? "-" : sprintf("%.4g", $1) }')
   oi=-; ci=-
   if [ $have_valgrind = 1 ]; then
-    oi=$(ours_instr "$size" "$pl" "$rd"); oi=${oi:--}
-    ci=$(orig_instr "$name" "$size" "$pl" "$rd"); ci=${ci:--}
-    echo "$prog: $name instr/op: ours $oi, original $ci" >&2
+    oi=$(ours_instr "$p"); oi=${oi:--}
+    [ -x "$bin/$orig_bin" ] && { ci=$(orig_instr "$p"); ci=${ci:--}; }
+    echo "$prog: $p instr/op: ours $oi, original $ci" >&2
   fi
-  # one representative pair per point (the first repetition), for rdma-bench compare
-  cp "$logs/original-$name-r1.log" "$logs/original-$name.log" 2>/dev/null || true
-  sed -n 's/^\[server\] //p' "$logs/ours-$name-r1.log" | grep -v '^{' >"$logs/ours-$name.txt" || true
-  sed -n 's/^\[server\] //p' "$logs/ours-$name-r1.log" | grep '^{' >"$logs/ours-$name.json" || true
-  rows+=("$(printf '%s %s %s %s %s %s' "rw-tput-sender_${op^^}_${size}B_postlist_$pl" "$om" "$cm" "$oi" "$ci" "${#c_vals[@]}")")
+  rows+=("$p $om $cm $oi $ci")
 done
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }'; }
 echo
-printf '%-40s %10s %13s %7s %14s %18s\n' point "ours Mops" "original Mops" ratio "ours instr/op" "original instr/op"
+printf '%-26s %10s %13s %7s %14s %18s %7s\n' pair "ours Mops" "original Mops" ratio "ours instr/op" "original instr/op" ratio
 for row in "${rows[@]}"; do
-  read -r pt om cm oi ci _ <<<"$row"
-  ratio=$(awk -v a="$om" -v b="$cm" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }')
-  printf '%-40s %10s %13s %7s %14s %18s\n' "${pt//_/ }" "$om" "$cm" "$ratio" "$oi" "$ci"
+  read -r pt om cm oi ci <<<"$row"
+  printf '%-26s %10s %13s %7s %14s %18s %7s\n' "$pt" "$om" "$cm" "$(ratio "$om" "$cm")" "$oi" "$ci" "$(ratio "$oi" "$ci")"
 done
-echo "($REPS alternated runs of $DURATION s per side and point, medians; ratio = ours / original; logs in $logs; $(($(date +%s) - t0)) s)"
-
-rb=target/release/rdma-bench
-if [ -x "$rb" ]; then
-  args=()
-  for p in $POINTS; do
-    IFS=: read -r op size pl <<<"$p"
-    n=rw-tput-sender-$op-$size-pl$pl
-    [ -s "$logs/ours-$n.txt" ] && [ -s "$logs/original-$n.log" ] && args+=("$logs/ours-$n.txt" "$logs/original-$n.log")
-  done
-  if [ ${#args[@]} -gt 0 ] && "$rb" compare "${args[@]}" >"$logs/compare.txt" 2>&1; then
-    echo
-    cat "$logs/compare.txt"
-  fi
-fi
+for b in "${!UNPAIRED[@]}"; do printf '%-26s %s\n' "$b" "${UNPAIRED[$b]}"; done | sort
+echo "($REPS alternated runs of $DURATION s per side and pair, medians; Mops ratio = ours / original (higher is better for ours); instr/op ratio = ours / original (lower is better); logs in $logs; $(($(date +%s) - t0)) s)"

@@ -69,7 +69,9 @@ fn usage_and_bad_settings() {
         "SRC_DIR",
         "REPS",
         "DURATION",
-        "POINTS",
+        "PAIRS",
+        "ud-receiver",
+        "atomics-sequencer",
         "valgrind",
         "memcached",
         "original-gid.patch",
@@ -107,12 +109,20 @@ fn usage_and_bad_settings() {
         (code, err.as_str()),
         (2, "vs-original.sh: REPS must be a whole number >= 1\n")
     );
-    let (code, _, err) = run(&[d], &[("POINTS", "write:32:1 send:32:1")]);
+    let (code, _, err) = run(&[d], &[("PAIRS", "ud-sender ud-snder")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(
+            "vs-original.sh: PAIRS: unknown pair 'ud-snder' (the pairs: rw-tput-sender-write-pl1 "
+        ),
+        "{err}"
+    );
+    let (code, _, err) = run(&[d], &[("INSTR_N1", "50000"), ("INSTR_N2", "10000")]);
     assert_eq!(
         (code, err.as_str()),
         (
             2,
-            "vs-original.sh: POINTS: 'send:32:1' is not op:size:postlist (op write or read)\n"
+            "vs-original.sh: INSTR_N1 and INSTR_N2 must be whole numbers, 1 <= INSTR_N1 < INSTR_N2\n"
         )
     );
 }
@@ -132,6 +142,8 @@ fn the_patch_is_documented_and_touches_only_what_it_says() {
         "HRD_GID_INDEX",
         "HRD_REPORT_OPS",
         "HRD_REGISTRY_PORT",
+        "hrd_report_mark",
+        "ibv_create_ah_from_wc",
     ] {
         assert!(header.contains(topic), "the header explains {topic}");
     }
@@ -146,16 +158,19 @@ fn the_patch_is_documented_and_touches_only_what_it_says() {
         files,
         [
             "CMakeLists.txt",
+            "atomics-sequencer/main.cc",
             "libhrd_cpp/hrd.h",
             "libhrd_cpp/hrd_conn.cc",
             "libhrd_cpp/hrd_util.cc",
             "rw-tput-receiver/main.cc",
             "rw-tput-sender/main.cc",
+            "ss-echo/main.cc",
             "ud-receiver/main.cc",
             "ud-sender/main.cc",
         ]
     );
-    // The measured loop of rw-tput-sender changes only in where the report interval comes from.
+    // The measured loop of rw-tput-sender changes only in where the report interval comes from,
+    // and in the mark its report makes for callgrind.
     let sender = &text[text
         .find("+++ orig-edit/rw-tput-sender/main.cc")
         .expect("sender hunk")..];
@@ -171,6 +186,76 @@ fn the_patch_is_documented_and_touches_only_what_it_says() {
             "+  const size_t report_ops = hrd_report_ops(MB(8));",
             "-    if (rolling_iter >= MB(8)) {",
             "+    if (rolling_iter >= report_ops) {",
+            "+      hrd_report_mark();",
         ]
     );
+}
+
+/// Runs `bash -c SCRIPT` with bench_scripts/lib/vs-pairs.sh sourced; its stdout.
+fn with_pairs(script: &str) -> String {
+    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench_scripts/lib/vs-pairs.sh");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -euo pipefail; source '{}'; {script}",
+            lib.display()
+        ))
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn every_pair_names_both_commands_and_a_measured_side() {
+    let out = with_pairs(
+        r#"for p in $ALL_PAIRS; do pair "$p"; echo "$p|$ours_bin|$ours_side|$orig_bin|$orig_side|$orig_server|$orig_client"; done
+           for b in $ORIGINAL_BINS; do echo "bin $b"; done
+           pair rw-tput-sender-send-pl1 || echo "refused send""#,
+    );
+    let bins: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("bin ")).collect();
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.contains('|'))
+        .map(|l| l.split('|').collect())
+        .collect();
+    assert_eq!(rows.len(), 10, "{out}");
+    for r in &rows {
+        assert!(["server", "client"].contains(&r[2]), "{r:?}");
+        assert!(["server", "client"].contains(&r[4]), "{r:?}");
+        assert!(bins.contains(&r[3]), "{} is built: {r:?}", r[3]);
+        assert!(
+            r[5].contains("--is_client 0") && r[6].contains("--is_client 1"),
+            "{r:?}"
+        );
+    }
+    let sender_read_16 = rows
+        .iter()
+        .find(|r| r[0] == "rw-tput-sender-read-pl16")
+        .expect("row");
+    assert!(
+        sender_read_16[5].ends_with("--size 32 --postlist 16 --do_read 1"),
+        "{sender_read_16:?}"
+    );
+    assert!(out.contains("refused send"), "{out}");
+}
+
+#[test]
+fn report_lines_of_both_suites_become_mops() {
+    // The original's reports are timed by their arrival (stamp), ours read as printed.
+    let out = with_pairs(
+        r#"f=$(mktemp)
+           printf '%s\n' 'main: Server 0 connected' 'main: Server 0: 0.04 M/s' 'main: Server 1: 0.04 M/s' 'main: Server 0: 0.04 M/s' | stamp >"$f"
+           awk '{ if ($1 !~ /^[0-9]+\.[0-9][0-9][0-9][0-9][0-9][0-9]$/) exit 1 }' "$f" && echo stamped
+           printf '%s\n' '100.000000 main: Server 0 connected' '100.500000 main: Server 0: 0.01 M/s' '100.900000 main: Server 1: 9 IOPS' \
+             '101.000000 main: Server 0: 0.02 M/s' '101.250000 main: Total tput = 0.03' '101.250000 main: Server 0: 0.02 M/s' >"$f"
+           orig_rates "$f" Server 20000
+           printf '%s\n' '[client] main: Client 0: 5.00 IOPS' '[server] main: Server 0: 1500000.00 IOPS' >"$f"; ours_rates "$f" Server
+           rm "$f""#,
+    );
+    assert_eq!(out, "stamped\n0.04\n0.08\n1.5\n");
 }
