@@ -4,15 +4,59 @@
 # in the guest; compiling inside an emulated guest would take forever). Portability: a compile-only
 # build against headers without ibv_wr_*, and a subset of the device tests built against rdma-core
 # v55 from source (bench_scripts/rdma-core-build.sh), run in the same boot as the others.
+#
+#   test.sh           everything (what CI runs)
+#   test.sh --quick   formatting, one clippy configuration, the host tests and the core device
+#                     tests in one boot: "did I break something", in minutes on a warm build tree
+#
+# Each step's seconds and the total are printed as a table at the end, also when a step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
 
-echo "== [$(date +%T)] lint (rustfmt, clippy -D warnings, the crate's [lints] table)"
+quick=0
+case ${1:-} in
+  "") ;;
+  --quick) quick=1 ;;
+  -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "test.sh: unknown option '$1' (use --quick, or no option for every test)" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "test.sh: one option at most (got: $*)" >&2; exit 2; }
+
+# step NAME: ends the step that runs (its seconds into the table) and starts NAME.
+step_names=() step_secs=() step_name= step_start=$SECONDS run_start=$SECONDS
+step() {
+  [ -z "$step_name" ] || { step_names+=("$step_name"); step_secs+=($((SECONDS - step_start))); }
+  step_name=$1 step_start=$SECONDS
+  [ -z "$step_name" ] || echo "== [$(date +%T)] $step_name"
+}
+# The table, at exit whatever the outcome: a step that failed is the last row.
+timing_table() {
+  local rc=$? i failed=
+  [ -z "$step_name" ] || [ $rc = 0 ] || failed=" (failed in the last step, exit $rc)"
+  step ""
+  echo "== steps ($([ $quick = 1 ] && echo quick || echo full) run)"
+  for i in "${!step_names[@]}"; do
+    printf '%6d s  %s\n' "${step_secs[$i]}" "${step_names[$i]%% (*}"
+  done
+  printf '%6d s  total%s\n' $((SECONDS - run_start)) "$failed"
+}
+trap timing_table EXIT
+
+step "lint (rustfmt, clippy -D warnings, the crate's [lints] table)"
 cargo fmt --check
 cargo clippy --all-targets --features device-tests -- -D warnings
 
-echo "== [$(date +%T)] compile-only: an older, smaller install (headers without ibv_wr_* / ibv_query_gid_ex, as rdma-core < v24, and no librdmacm)"
+# The quick lane's device tests, "TARGET [libtest filter args]": WRITE, READ, SEND and UD through the
+# verbs layer, one paper benchmark with both roles (WRITE then READ, --verify), one perftest tool
+# against Debian's perftest both ways. One boot serves them all.
+QUICK_DEVICE=(
+  "device_verbs rc_write_inline_and_from_mr rc_read rc_send_recv_and_send_with_imm ud_send_lands_after_the_grh --exact"
+  "device_bench rw_tput_sender_write_two_threads_then_read --exact"
+  "device_perf bw_tools_against_perftest_both_ways --exact")
+
+if [ $quick = 0 ]; then
+step "compile-only: an older, smaller install (headers without ibv_wr_* / ibv_query_gid_ex, as rdma-core < v24, and no librdmacm)"
 # The installed headers with the extended post API cut out (bench_scripts/old-verbs-headers.sh),
 # librdmacm left out: the cfg-gated code must build and lint clean, build.rs must say what is
 # off, and --post-api wr and -R must be refused with one line. Debug profile: this is about
@@ -26,14 +70,27 @@ old_env=(env RDMA_CORE_INCLUDE_DIR="$old_inc" RDMA_BENCH_NO_RDMACM=1)
 grep -q "rdma-core headers lack ibv_wr_\*" target/no-wr-api/clippy.log ||
   { echo "test.sh: build.rs did not warn that ibv_wr_* is missing" >&2; exit 1; }
 "${old_env[@]}" cargo test --test cli -- post_api_wr_without_the_wr_api rdma_cm_without_librdmacm --exact 2>&1
+fi
 
-echo "== [$(date +%T)] build (profile ci: release without fat LTO; every target, one feature set, built once)"
-build_start=$SECONDS
-cargo build --profile ci --all-targets --features device-tests
+if [ $quick = 0 ]; then
+  step "build (profile ci: release without fat LTO; every target, one feature set, built once)"
+  cargo build --profile ci --all-targets --features device-tests
+  targets=()
+else
+  # The library, its unit tests, the binaries, every host test target and the quick device ones.
+  step "build (profile ci: the host test targets and the quick lane's device targets)"
+  targets=(--lib --bins)
+  for f in tests/*.rs; do
+    t=$(basename "$f" .rs)
+    case $t in device_* | fabric_* | twonode_* | multinode_*) ;; *) targets+=(--test "$t") ;; esac
+  done
+  for t in "${QUICK_DEVICE[@]}"; do targets+=(--test "${t%% *}"); done
+  cargo test --profile ci --features device-tests --no-run "${targets[@]}"
+fi
 # test_bins KIND PREFIX: the test executables of kind lib or test whose target name starts with
 # PREFIX (lib: the unit tests), from the build above.
 test_bins() {
-  cargo test --profile ci --features device-tests --no-run --message-format=json 2>/dev/null |
+  cargo test --profile ci --features device-tests --no-run --message-format=json "${targets[@]}" 2>/dev/null |
     python3 -c '
 import json, sys
 kind, prefix = sys.argv[1], sys.argv[2]
@@ -46,9 +103,8 @@ for line in sys.stdin:
 }
 mapfile -t all_tests < <(test_bins test "")
 mapfile -t unit < <(test_bins lib "")
-echo "build step: $((SECONDS - build_start)) s"
 
-echo "== [$(date +%T)] host-only tests (unit tests, doc tests, and every test target but the device ones)"
+step "host-only tests (unit tests, doc tests, and every test target but the device ones)"
 # The registry binary spends its 40 s waiting out its own timeouts: it runs beside the others,
 # its output printed after theirs.
 host_rc=0 registry_pid=
@@ -70,15 +126,37 @@ wait "$registry_pid" || host_rc=1
 cat target/registry-tests.log
 [ $host_rc = 0 ] || { echo "test.sh: host tests failed" >&2; exit 1; }
 
-echo "== [$(date +%T)] device tests (built above)"
 pick() { for t in "${all_tests[@]}"; do case ${t%% *} in "$1"*) echo "${t#* }" ;; esac; done; }
+
+if [ $quick = 1 ]; then
+  step "device tests, quick lane (one boot)"
+  quick_cmds=()
+  for q in "${QUICK_DEVICE[@]}"; do
+    exe=$(pick "${q%% *}")
+    [ -n "$exe" ] || { echo "test.sh: the device test binary ${q%% *} was not built" >&2; exit 1; }
+    quick_cmds+=("$exe${q#"${q%% *}"}")
+  done
+  bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-600}" -- bash -c '
+    rc=0
+    echo "device: $RDMA_BENCH_DEVICE, GID index $RDMA_BENCH_GID_INDEX"
+    for b in "$@"; do
+      read -r -a cmd <<<"$b"
+      echo "-- $(basename "${cmd[0]}") ${cmd[*]:1}"
+      "${cmd[@]}" --test-threads=2 --color never || rc=1
+    done
+    exit $rc' quick-device-tests "${quick_cmds[@]}"
+  step ""
+  echo "== [$(date +%T)] quick lane passed (bench_scripts/test.sh without --quick runs everything)"
+  exit 0
+fi
+
 mapfile -t bins < <(pick device_)
 mapfile -t fabric < <(pick fabric_)
 mapfile -t twonode < <(pick twonode_)
 mapfile -t multinode < <(pick multinode_)
 [ ${#bins[@]} -gt 0 ] && [ ${#fabric[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] && [ ${#multinode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
 
-echo "== [$(date +%T)] rdma-core v55 from source (cached under ~/.cache/rdma-bench/rdma-core-55) and device tests against it (build)"
+step "rdma-core v55 from source (cached under ~/.cache/rdma-bench/rdma-core-55) and device tests against it (build)"
 # The in-process verbs tests, the proof of which libibverbs is loaded, the RC/UC WRITE/READ
 # benchmarks and RDMA CM (ours on v55 against perftest on the distribution's rdma-core; not the
 # example benchmark, which `cargo test --test` does not build and which adds nothing ABI-wise), built
@@ -107,7 +185,7 @@ for line in sys.stdin:
   { cat target/v55-build.log >&2; echo "test.sh: the v55 device test binaries were not built" >&2; exit 1; }
 echo "v55 build step: $((SECONDS - v55_start)) s; $(ldd "${v55[0]%% *}" | grep libibverbs)"
 
-echo "== [$(date +%T)] device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
+step "device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
 # Each binary prints libtest's own "test result:" line; any failure fails the run.
 # After "--": the v55 binaries, each "PATH [libtest filter args]", in the same boot.
 GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} \
@@ -148,13 +226,14 @@ on_nodes() {
     exit $rc' "$label" "$@"
 }
 
-echo "== [$(date +%T)] fabric tests (one Soft-RoCE guest with two NUMA nodes and Soft-iWARP beside rxe0; each binary changes the guest: hugepages, addresses)"
+step "fabric tests (one Soft-RoCE guest with two NUMA nodes and Soft-iWARP beside rxe0; each binary changes the guest: hugepages, addresses)"
 on_nodes 1 fabric-tests --numa --siw -- "${fabric[@]}"
 
-echo "== [$(date +%T)] two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
+step "two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
 on_nodes 2 twonode-tests -- "${twonode[@]}"
 
-echo "== [$(date +%T)] three-node tests (three Soft-RoCE guests on one virtual Ethernet, sshd in each)"
+step "three-node tests (three Soft-RoCE guests on one virtual Ethernet, sshd in each)"
 # Three one-vCPU guests on 2 cores: 7.5 minutes on a quiet host, twice that on a loaded one.
 STEP_TIMEOUT=${DEVICE_TEST_TIMEOUT:-1800} on_nodes 3 multinode-tests --sshd -- "${multinode[@]}"
+step ""
 echo "== [$(date +%T)] all tests passed"
