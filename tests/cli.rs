@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+#[path = "cli/exit_codes.rs"]
+mod exit_codes;
 #[path = "cli/perftest_flags.rs"]
 mod perftest_flags;
 
@@ -105,10 +107,7 @@ fn uc_reads_and_bad_numbers() {
     );
     assert_eq!(
         refuse(SENDER, &["--duration", "0"]),
-        (
-            1,
-            "rw-tput-sender: --duration must be a positive number of seconds, not 0\n".into()
-        )
+        (2, "error: invalid value '0' for '--duration <SECS>': '0' is not a positive number of seconds\n\nFor more information, try '--help'.\n".into())
     );
     let (code, err) = refuse(SENDER, &["--is-client", "2"]);
     assert_eq!(code, 2);
@@ -507,10 +506,7 @@ fn write_probes_refuse_bad_flags_and_explain_themselves() {
     }
     assert_eq!(
         refuse(incomplete, &["--duration", "0"]),
-        (
-            1,
-            "write-incomplete: --duration must be a positive number of seconds, not 0\n".into()
-        )
+        (2, "error: invalid value '0' for '--duration <SECS>': '0' is not a positive number of seconds\n\nFor more information, try '--help'.\n".into())
     );
     assert_eq!(refuse(reordering, &["--is_client", "2"]).0, 2);
     assert_eq!(refuse(incomplete, &["--do-read", "2"]).0, 2);
@@ -557,7 +553,7 @@ fn stability_mode_flags() {
     assert!(err.contains("--stats-file"), "{err}");
     assert_eq!(
         refuse(SENDER, &["--stats-file", "/nonexistent-dir/rates.csv"]),
-        (1, "rw-tput-sender: --stats-file /nonexistent-dir/rates.csv: directory /nonexistent-dir does not exist\n".into())
+        (2, "rw-tput-sender: --stats-file /nonexistent-dir/rates.csv: directory /nonexistent-dir does not exist\n".into())
     );
     assert_eq!(
         refuse(env!("CARGO_BIN_EXE_write-flush"), &["--stats-file", "rates.csv"]),
@@ -684,7 +680,7 @@ fn qos_flags_are_checked_before_any_device() {
             "{args:?}: {err}"
         );
     }
-    // perftest's, with their combinations: one line each, exit 1.
+    // perftest's: a value outside its flag's range exits 2, a combination 1; one line each.
     let cases: [(&[&str], &str); 7] = [
         (&["write-bw", "-S", "16"], "-S/--sl is 16: it takes 0 to 15"),
         (
@@ -718,9 +714,13 @@ fn qos_flags_are_checked_before_any_device() {
     ];
     for (args, msg) in cases {
         let tool = args[0];
+        let out_of_range = msg.contains("it takes") || msg.contains("does not fit");
         assert_eq!(
             refuse(RDMA_BENCH, args),
-            (1, format!("rdma-bench {tool}: {msg}\n")),
+            (
+                if out_of_range { 2 } else { 1 },
+                format!("rdma-bench {tool}: {msg}\n")
+            ),
             "{args:?}"
         );
     }
@@ -744,7 +744,7 @@ fn too_many_threads_are_refused_before_any_is_spawned() {
     assert_eq!(
         (code, err.as_str()),
         (
-            1,
+            2,
             "rw-tput-sender: --num-threads 100000 is above 1024, the threads one process runs \
              (each drives its own QP and buffer): run more processes (--machine-id) instead\n"
         )
@@ -759,7 +759,7 @@ fn sizes_and_counts_take_the_suffixes_the_readme_writes() {
         (1, "rw-tput-sender: size 1024 is above the inline limit of 60 bytes for inlined WRITEs (see --max-inline)\n".into())
     );
     let (code, err) = refuse(SENDER, &["--num-threads", "2K"]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("--num-threads 2000 is above 1024"), "{err}");
     // The README's own notation for HERD's defaults is accepted (the postlist rule then refuses).
     let herd = env!("CARGO_BIN_EXE_herd");
@@ -857,10 +857,7 @@ fn a_negative_number_is_a_value_refused_by_its_rule() {
     for args in [&["--duration", "-1"][..], &["--duration=-1"]] {
         assert_eq!(
             refuse(SENDER, args),
-            (
-                1,
-                "rw-tput-sender: --duration must be a positive number of seconds, not -1\n".into()
-            )
+            (2, "error: invalid value '-1' for '--duration <SECS>': '-1' is not a positive number of seconds\n\nFor more information, try '--help'.\n".into())
         );
     }
     let bench = env!("CARGO_BIN_EXE_rdma-bench");

@@ -36,7 +36,8 @@ fn bad_sizes_are_refused_in_one_line() {
         ),
     ] {
         let (code, out, err) = run(args);
-        assert_eq!(code, 1, "{args:?}: {err}");
+        // Values outside their flags' ranges: usage errors (the README's exit codes).
+        assert_eq!(code, 2, "{args:?}: {err}");
         assert!(out.is_empty(), "{args:?}: {out}");
         assert_eq!(err, format!("{msg}\n"), "{args:?}");
     }
@@ -46,7 +47,7 @@ fn bad_sizes_are_refused_in_one_line() {
     assert_eq!(
         (code, err.as_str()),
         (
-            1,
+            2,
             "rdma-bench kv-bench: --batch 64 is not between 1 and 32 (MICA_MAX_BATCH_SIZE)\n"
         )
     );

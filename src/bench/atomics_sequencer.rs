@@ -18,9 +18,9 @@ use crate::error::{Error, Result};
 use crate::framework::region::{self, RegionPort};
 use crate::framework::seq_verify::mix;
 use crate::framework::{
-    self, flag01, idle_until_peers_done, publish_done, require, Benchmark, CommonArgs, Endpoint,
-    EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role, RoleSpec, RollCall, ThreadCtx,
-    Topology,
+    self, counts_at_least_one, flag01, idle_until_peers_done, publish_done, require, Benchmark,
+    CommonArgs, Endpoint, EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role, RoleSpec,
+    RollCall, ThreadCtx, Topology,
 };
 use crate::hot::{
     poll_one, Op, PollTimeout, Postlist, Remote, SendBatch, SendSpec, UnsignaledCounter,
@@ -98,12 +98,12 @@ pub(crate) fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
     a.topo.check()?;
     a.queue.check(a.postlist, a.max_postlist)?;
-    require(a.num_server_ports >= 1 && a.num_client_ports >= 1, || {
-        "num-server-ports and num-client-ports must be at least 1".into()
-    })?;
-    require(a.num_clients >= 1 && a.qps_per_client >= 1, || {
-        "num-clients and qps-per-client must be at least 1".into()
-    })?;
+    counts_at_least_one(&[
+        ("--num-server-ports", a.num_server_ports as u64),
+        ("--num-client-ports", a.num_client_ports as u64),
+        ("--num-clients", a.num_clients as u64),
+        ("--qps-per-client", a.qps_per_client as u64),
+    ])?;
     require(a.stride >= 8 && a.stride.is_multiple_of(8), || {
         format!(
             "stride {} must be a positive multiple of 8 (atomics are 8-byte aligned)",

@@ -6,8 +6,8 @@ use clap::{CommandFactory, Parser};
 
 use crate::error::{Error, Result};
 use crate::framework::{
-    self, check_inline, fill_byte, flag01, require, Benchmark, CommonArgs, Family, Meter, Output,
-    Pair, PairSpec, Plan, Role, Target, ThreadCtx, Topology,
+    self, check_inline, counts_at_least_one, fill_byte, flag01, require, Benchmark, CommonArgs,
+    Family, Meter, Output, Pair, PairSpec, Plan, Role, Target, ThreadCtx, Topology,
 };
 use crate::hot::{poll_one, Op, SendBatch, SendSpec};
 use crate::verbs::QpType;
@@ -61,7 +61,7 @@ pub(crate) fn validate(a: &Args) -> Result<()> {
     require((1..=SLOT as u64).contains(&a.size), || {
         format!("size must be between 1 and {SLOT} bytes, not {}", a.size)
     })?;
-    require(a.window >= 1, || "window must be at least 1".into())?;
+    counts_at_least_one(&[("--window", a.window as u64)])?;
     require(a.window <= a.queue_depth / 2, || {
         format!(
             "--window ({}) must not exceed --queue-depth / 2 ({})",

@@ -7,8 +7,8 @@ use clap::{CommandFactory, Parser};
 use super::rw_tput::{validate as validate_rw, RwFlags};
 use crate::error::{Error, Result};
 use crate::framework::{
-    self, fill_byte, slot_stride, Benchmark, CommonArgs, Family, Meter, Output, Pair, PairSpec,
-    Plan, Role, ThreadCtx,
+    self, counts_at_least_one, fill_byte, slot_stride, Benchmark, CommonArgs, Family, Meter,
+    Output, Pair, PairSpec, Plan, Role, ThreadCtx,
 };
 use crate::hot::{poll_one, SendBatch};
 use crate::stats::{CycleClock, JsonObject, LatencySummary, Stamp};
@@ -41,9 +41,7 @@ fn entry() -> Result<()> {
     let a = Args::parse();
     let f = &a.flags;
     validate_rw(f, a.buf_size, &a.common)?;
-    if a.samples == 0 {
-        return Err(Error::config("samples must be at least 1"));
-    }
+    counts_at_least_one(&[("--samples", a.samples as u64)])?;
     let pair = f.pair(BENCH.name, &a.common, !f.topo.is_client, a.buf_size);
     if pair.active {
         framework::run(&Sampler { a: &a, pair }, &a.common)?;

@@ -9,9 +9,9 @@ use clap::{CommandFactory, Parser};
 
 use crate::error::Result;
 use crate::framework::{
-    self, announce_done, check_inline, connect_qp, fill_byte, flag01, idle_until_peers_done,
-    peer_lost, port_index_for, require, slot_stride, Benchmark, CommonArgs, Endpoint, EndpointSpec,
-    Family, Meter, Output, Plan, QueueArgs, Role, ThreadCtx, Topology,
+    self, announce_done, check_inline, connect_qp, counts_at_least_one, fill_byte, flag01,
+    idle_until_peers_done, peer_lost, port_index_for, require, slot_stride, Benchmark, CommonArgs,
+    Endpoint, EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role, ThreadCtx, Topology,
 };
 use crate::hot::{Op, Postlist, Remote, SendBatch, SendSpec, UnsignaledCounter};
 use crate::registry::{PeerWatch, Registry};
@@ -76,14 +76,12 @@ impl Args {
 /// The checks that refuse a run before anything is made.
 pub(crate) fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
-    require(a.threads() >= 1, || "num-threads must be at least 1".into())?;
-    require(a.num_clients >= 1, || {
-        "num-clients must be at least 1".into()
-    })?;
-    require(a.num_servers >= 1, || {
-        "num-servers must be at least 1".into()
-    })?;
-    require(a.size >= 1, || "size must be at least 1 byte".into())?;
+    counts_at_least_one(&[
+        ("--num-threads", a.threads() as u64),
+        ("--num-clients", a.num_clients as u64),
+        ("--num-servers", a.num_servers as u64),
+        ("--size", a.size),
+    ])?;
     require(!(a.use_uc && a.do_read), || {
         "UC cannot do READs (--use-uc 1 needs --do-read 0)".into()
     })?;

@@ -25,8 +25,8 @@ use crate::framework::echo_payload::{self, Outstanding};
 use crate::framework::seq_verify::{check_totals, report_client, SeqTracker};
 use crate::framework::ud_rpc::{drain_timeout, settle, ClientSet, UdRpc, UdRpcSpec};
 use crate::framework::{
-    self, publish_done, require, Benchmark, CommonArgs, Family, Lull, Meter, Output, Plan,
-    QueueArgs, Role, RoleSpec, ThreadCtx, Topology,
+    self, counts_at_least_one, publish_done, require, Benchmark, CommonArgs, Family, Lull, Meter,
+    Output, Plan, QueueArgs, Role, RoleSpec, ThreadCtx, Topology,
 };
 use crate::hot::{DestId, Payload, GRH_BYTES};
 use crate::registry::{PeerWatch, Registry};
@@ -125,13 +125,11 @@ pub(crate) struct Args {
 pub(crate) fn validate(kind: Kind, a: &Args) -> Result<()> {
     a.common.check()?;
     a.topo.check()?;
-    require(a.num_server_threads >= 1, || {
-        "num-server-threads must be at least 1".into()
-    })?;
-    require(a.num_ud_qps >= 1, || "num-ud-qps must be at least 1".into())?;
-    require(a.max_num_clients >= 1, || {
-        "max-num-clients must be at least 1".into()
-    })?;
+    counts_at_least_one(&[
+        ("--num-server-threads", a.num_server_threads as u64),
+        ("--num-ud-qps", a.num_ud_qps as u64),
+        ("--max-num-clients", a.max_num_clients as u64),
+    ])?;
     a.queue.check(a.postlist, a.max_postlist)?;
     match kind {
         Kind::Sequencer => require(a.size == 0, || {

@@ -13,9 +13,9 @@ use clap::{CommandFactory, Parser};
 
 use crate::error::{Error, Result};
 use crate::framework::{
-    self, check_inline, check_ud_size, fill_byte, port_index_for, publish_done, require, Benchmark,
-    CommonArgs, Endpoint, EndpointSpec, Family, Lull, Meter, Output, Plan, QueueArgs, Role,
-    RoleSpec, ThreadCtx, Topology,
+    self, check_inline, check_ud_size, counts_at_least_one, fill_byte, port_index_for,
+    publish_done, require, Benchmark, CommonArgs, Endpoint, EndpointSpec, Family, Lull, Meter,
+    Output, Plan, QueueArgs, Role, RoleSpec, ThreadCtx, Topology,
 };
 use crate::hot::{Op, RecvBatch, SendBatch, SendSpec, GRH_BYTES};
 use crate::registry::{PeerWatch, Registry};
@@ -103,10 +103,7 @@ fn receiver_main() -> Result<()> {
 pub(crate) fn validate(a: &UdArgs, sending: bool) -> Result<()> {
     a.common.check()?;
     a.topo.check()?;
-    require(a.num_clients >= 1, || {
-        "num-clients must be at least 1".into()
-    })?;
-    require(a.size >= 1, || "size must be at least 1 byte".into())?;
+    counts_at_least_one(&[("--num-clients", a.num_clients as u64), ("--size", a.size)])?;
     require(a.rq_depth >= 1, || "rq-depth must be at least 1".into())?;
     if sending {
         a.queue.check(a.postlist, a.max_postlist)?;

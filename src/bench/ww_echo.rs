@@ -17,9 +17,9 @@ use clap::{CommandFactory, Parser};
 use crate::error::{Error, Result};
 use crate::framework::echo_payload;
 use crate::framework::{
-    self, flag01, port_index_for, publish_done, require, slot_stride, Benchmark, CommonArgs,
-    Endpoint, EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role, RoleSpec, ThreadCtx,
-    Topology,
+    self, counts_at_least_one, flag01, port_index_for, publish_done, require, slot_stride,
+    Benchmark, CommonArgs, Endpoint, EndpointSpec, Family, Meter, Output, Plan, QueueArgs, Role,
+    RoleSpec, ThreadCtx, Topology,
 };
 use crate::hot::{poll_one, Op, Remote, SendBatch, SendSpec};
 use crate::registry::{PeerWatch, Registry};
@@ -65,7 +65,8 @@ pub(crate) struct Args {
 pub(crate) fn validate(a: &Args) -> Result<()> {
     a.common.check()?;
     a.topo.check()?;
-    require(a.window >= 1 && a.window <= a.max_window, || {
+    counts_at_least_one(&[("--window", a.window as u64)])?;
+    require(a.window <= a.max_window, || {
         format!(
             "window ({}) must be between 1 and {}",
             a.window, a.max_window

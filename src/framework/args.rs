@@ -43,7 +43,7 @@ send queue is full)";
 pub struct CommonArgs {
     /// Stop after SECS seconds and print the summary [default: run until SIGINT/SIGTERM, as the
     /// original does]
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
     pub duration: Option<f64>,
     /// RDMA device to use (as `ibv_devices` names it) [default: the --port-index-th ACTIVE port
     /// across all devices, libhrd's rule]
@@ -73,7 +73,7 @@ pub struct CommonArgs {
     #[arg(long, default_value = "0", value_parser = flag01, action = clap::ArgAction::Set, value_name = "0|1")]
     pub verify: bool,
     /// Stop each counting thread after N operations (like perftest's -n) [default: no limit]
-    #[arg(long, value_name = "N", value_parser = crate::units::count::<u64>)]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub iters: Option<u64>,
     /// Prefix every registry key with NAME, so that independent runs share one memcached without
     /// seeing each other [default: no prefix, libhrd's keys]
@@ -89,7 +89,8 @@ pub struct CommonArgs {
         long,
         alias = "connect_timeout",
         default_value_t = 60,
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub connect_timeout: u64,
     /// Service level of every QP's path, 0-15 (InfiniBand's SL; some RoCE drivers map it to a
@@ -131,6 +132,14 @@ pub struct CommonArgs {
     /// only); classes: retransmission, rnr, congestion, link, fatal, other
     #[arg(long, alias = "counter_tolerance", value_name = "CLASS=N,...", value_parser = Tolerance::parse, default_value = "")]
     pub counter_tolerance: Tolerance,
+}
+
+/// Parses a count that is at least 1, with the suffixes of [`crate::units::count`].
+pub fn at_least_one(s: &str) -> std::result::Result<u64, String> {
+    match crate::units::count::<u64>(s)? {
+        0 => Err("0 is not a count: it takes 1 or more".into()),
+        n => Ok(n),
+    }
 }
 
 /// Parses a positive, finite number of seconds.
@@ -213,16 +222,7 @@ impl CommonArgs {
     }
     /// Checks the common flags.
     pub fn check(&self) -> Result<()> {
-        if let Some(d) = self.duration {
-            if !(d > 0.0 && d.is_finite()) {
-                return Err(Error::config(format!(
-                    "--duration must be a positive number of seconds, not {d}"
-                )));
-            }
-        }
-        if self.iters == Some(0) {
-            return Err(Error::config("--iters must be at least 1"));
-        }
+        // --duration, --iters and --connect-timeout are range-checked by their parsers (exit 2).
         if let Some(n) = self.numa_node {
             // Without NUMA support the kernel lists no nodes, and there is node 0 only.
             let nodes = crate::mem::numa_nodes().unwrap_or_else(|| vec![0]);
@@ -240,15 +240,12 @@ impl CommonArgs {
                 _ => std::path::Path::new("."),
             };
             if !dir.is_dir() {
-                return Err(Error::config(format!(
+                return Err(Error::usage(format!(
                     "--stats-file {}: directory {} does not exist",
                     file.display(),
                     dir.display()
                 )));
             }
-        }
-        if self.connect_timeout == 0 {
-            return Err(Error::config("--connect-timeout must be at least 1 second"));
         }
         // An iWARP device cannot run these benchmarks at all: said before anything starts. A
         // device that does not open is left to the port's own error.
@@ -278,6 +275,15 @@ pub fn check_pkey_index(port: Port, index: u16, flag: &str) -> Result<Port> {
             len.max(1) - 1
         ))
     })
+}
+
+/// Refuses a count below 1 (each `(flag, value)` as the user types the flag): outside the flag's
+/// range, so a usage error (exit 2) whatever the host.
+pub fn counts_at_least_one(counts: &[(&str, u64)]) -> Result<()> {
+    match counts.iter().find(|(_, v)| *v == 0) {
+        Some((flag, _)) => Err(Error::usage(format!("{flag} 0: it must be at least 1"))),
+        None => Ok(()),
+    }
 }
 
 /// Refuses `cond` with `msg`.
@@ -409,16 +415,18 @@ impl Topology {
     }
     /// Refuses zero threads, and more than [`MAX_THREADS`], before any is spawned.
     pub fn check(&self) -> Result<()> {
-        require(self.threads() >= 1, || {
-            "num-threads must be at least 1".into()
-        })?;
-        require(self.threads() <= MAX_THREADS, || {
-            format!(
+        // Outside the flag's own range: a usage error (exit 2), whatever the host.
+        if self.threads() == 0 {
+            return Err(Error::usage("--num-threads must be at least 1"));
+        }
+        if self.threads() > MAX_THREADS {
+            return Err(Error::usage(format!(
                 "--num-threads {} is above {MAX_THREADS}, the threads one process runs (each \
                  drives its own QP and buffer): run more processes (--machine-id) instead",
                 self.threads()
-            )
-        })
+            )));
+        }
+        Ok(())
     }
 
     /// For the applications, whose servers have thread counts of their own: a client process's

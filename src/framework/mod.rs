@@ -36,8 +36,8 @@ pub mod ud_rpc;
 
 pub use crate::hot::slot_stride;
 pub use args::{
-    check_inline, check_ud_size, fill_byte, flag01, parse_reap, port_index_for, positive_secs,
-    require, CommonArgs, QueueArgs, Topology, REAP_HELP,
+    at_least_one, check_inline, check_ud_size, counts_at_least_one, fill_byte, flag01, parse_reap,
+    port_index_for, positive_secs, require, CommonArgs, QueueArgs, Topology, REAP_HELP,
 };
 pub use descriptor::{main, Benchmark, Family, Output, RoleSpec};
 pub use endpoint::{

@@ -33,7 +33,7 @@ pub struct Qos {
 
 fn number_upto(v: Option<u64>, max: u64, what: &str) -> Result<Option<u64>> {
     match v {
-        Some(n) if n > max => Err(Error::config(format!("{what} is {n}: it takes 0 to {max}"))),
+        Some(n) if n > max => Err(Error::usage(format!("{what} is {n}: it takes 0 to {max}"))),
         v => Ok(v),
     }
 }
@@ -150,9 +150,9 @@ fn parse_flow_labels(list: &str) -> Result<Vec<u32>> {
     list.split(',')
         .map(|f| {
             let n = super::args::parse_number(f)
-                .map_err(|e| Error::config(format!("--flow_label {list:?}: {e}")))?;
+                .map_err(|e| Error::usage(format!("--flow_label {list:?}: {e}")))?;
             if n > u64::from(PathQos::MAX_FLOW_LABEL) {
-                return Err(Error::config(format!(
+                return Err(Error::usage(format!(
                     "--flow_label {list:?}: {n} does not fit the GRH's 20 bits (0 to {})",
                     PathQos::MAX_FLOW_LABEL
                 )));

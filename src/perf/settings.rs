@@ -219,10 +219,11 @@ pub(super) fn refuse(msg: &str) -> Error {
     Error::config(msg.to_string())
 }
 
-fn in_range(v: u64, lo: u64, hi: u64, what: &str) -> Result<u32> {
+/// `v`, the value of `flag`, within perftest's range for it (`what`: perftest's own words).
+fn in_range(v: u64, lo: u64, hi: u64, flag: &str, what: &str) -> Result<u32> {
     if v < lo || v > hi {
-        return Err(Error::config(format!(
-            "{what} should be between {lo} and {hi}"
+        return Err(Error::usage(format!(
+            "{flag} {v}: {what} should be between {lo} and {hi}"
         )));
     }
     Ok(v as u32)
@@ -303,7 +304,7 @@ impl Settings {
         let qos = super::qos::Qos::resolve(a)?;
         let events = match (a.events, a.vector) {
             (false, _) => None,
-            (true, v) => Some(in_range(v.unwrap_or(0), 0, 2048, "EQN")?),
+            (true, v) => Some(in_range(v.unwrap_or(0), 0, 2048, "-X/--vector", "EQN")?),
         };
         let atomic = match a.atomic_type.as_deref() {
             None | Some("FETCH_AND_ADD") => AtomicType::FetchAndAdd,
@@ -315,7 +316,7 @@ impl Settings {
             }
         };
         if let Some(s) = a.size {
-            in_range(s, 1, u64::from(u32::MAX / 2), "Message Size")?;
+            in_range(s, 1, u64::from(u32::MAX / 2), "-s/--size", "Message Size")?;
         }
         let default_size = match (verb, bw) {
             (Verb::Atomic, _) => 8,
@@ -334,16 +335,20 @@ impl Settings {
             (_, d) => d,
         };
         let length = match duration {
-            Some(0) => return Err(refuse("Duration period must be positive")),
+            Some(0) => {
+                return Err(Error::usage(
+                    "-D/--duration 0: Duration period must be positive",
+                ))
+            }
             Some(secs) => {
                 // perftest's are C ints.
-                in_range(secs, 1, i32::MAX as u64, "Duration")?;
+                in_range(secs, 1, i32::MAX as u64, "-D/--duration", "Duration")?;
                 let margin = if a.run_infinitely {
                     0
                 } else {
                     a.margin.unwrap_or(secs / 4)
                 };
-                in_range(margin, 0, i32::MAX as u64, "Margin")?;
+                in_range(margin, 0, i32::MAX as u64, "-f/--margin", "Margin")?;
                 if secs <= 2 * margin {
                     return Err(refuse("please check that DURATION > 2*MARGIN"));
                 }
@@ -352,7 +357,13 @@ impl Settings {
             None => {
                 let def = if tool == Tool::WRITE_BW { 5000 } else { 1000 };
                 let n = a.iters.unwrap_or(def);
-                in_range(n, ITERS_RANGE.0, ITERS_RANGE.1, "Iteration num")?;
+                in_range(
+                    n,
+                    ITERS_RANGE.0,
+                    ITERS_RANGE.1,
+                    "-n/--iters",
+                    "Iteration num",
+                )?;
                 Length::Iters(n)
             }
         };
@@ -360,6 +371,7 @@ impl Settings {
             a.tx_depth.unwrap_or(if bw { 128 } else { 1 }),
             1,
             15000,
+            "-t/--tx-depth",
             "Tx depth",
         )?;
         let mut rx_depth = in_range(
@@ -367,14 +379,15 @@ impl Settings {
                 .unwrap_or(if verb == Verb::Send { 512 } else { 1 }),
             1,
             16384,
+            "-r/--rx-depth",
             "Rx depth",
         )?;
-        let qps = in_range(a.qps.unwrap_or(1), 1, 16384, "Number of QPs")?;
+        let qps = in_range(a.qps.unwrap_or(1), 1, 16384, "-q/--qp", "Number of QPs")?;
         let post_list = match a.post_list {
             None => 1,
             Some(0) => return Err(refuse("Post list size must be positive")),
             Some(_) if !bw => return Err(refuse("Post list is supported in BW tests only")),
-            Some(p) => in_range(p, 1, 15000, "Post list size")?,
+            Some(p) => in_range(p, 1, 15000, "-l/--post_list", "Post list size")?,
         };
         let recv_post_list = match a.recv_post_list {
             None => 1,
@@ -382,7 +395,7 @@ impl Settings {
             Some(r) if r > 1 && !bw => {
                 return Err(refuse("Receive post list is supported in BW tests only"))
             }
-            Some(r) => in_range(r, 1, 16384, "Receive post list size")?,
+            Some(r) => in_range(r, 1, 16384, "--recv_post_list", "Receive post list size")?,
         };
         let mut notices = Vec::new();
         if let Length::Iters(n) = length {
@@ -412,7 +425,7 @@ impl Settings {
             )));
         }
         let mut cq_mod = match a.cq_mod {
-            Some(q) => in_range(q, 1, 1024, "CQ moderation")?,
+            Some(q) => in_range(q, 1, 1024, "-Q/--cq-mod", "CQ moderation")?,
             None => 100,
         };
         if sizes[0] > 8192 && !a.all && qp_type != QpType::Ud && events.is_none() {
@@ -459,19 +472,25 @@ impl Settings {
         }
         let inline_request = match a.inline_size {
             Some(i) if qp_type == QpType::Ud && i > MAX_INLINE_UD => {
-                in_range(i, 0, MAX_INLINE, "Max inline")?;
+                in_range(i, 0, MAX_INLINE, "-I/--inline_size", "Max inline")?;
                 notices.push(format!(
                     "Setting inline size to {MAX_INLINE_UD} (Max inline size in UD)"
                 ));
                 Some(MAX_INLINE_UD as u32)
             }
-            Some(i) => Some(in_range(i, 0, MAX_INLINE, "Max inline")?),
+            Some(i) => Some(in_range(
+                i,
+                0,
+                MAX_INLINE,
+                "-I/--inline_size",
+                "Max inline",
+            )?),
             None => None,
         };
         // perftest reads 0 as "the device's maximum", as no -o at all.
         let out_reads_request = match a.outs {
             Some(0) | None => None,
-            Some(o) => Some(in_range(o, 1, 255, "Outstanding reads")?),
+            Some(o) => Some(in_range(o, 1, 255, "-o/--outs", "Outstanding reads")?),
         };
         let mtu = match a.mtu {
             None => None,

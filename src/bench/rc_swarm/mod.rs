@@ -15,7 +15,9 @@ mod worker;
 use clap::{CommandFactory, Parser};
 
 use crate::error::{Error, Result};
-use crate::framework::{flag01, require, Benchmark, CommonArgs, Family, Output, RoleSpec};
+use crate::framework::{
+    counts_at_least_one, flag01, require, Benchmark, CommonArgs, Family, Output, RoleSpec,
+};
 use crate::hot::check_batching;
 
 /// Bytes of each thread's buffer (kAppBufSize).
@@ -128,17 +130,27 @@ pub(crate) fn validate(a: &Args, rank: &Rank) -> Result<()> {
             rank.process_id, rank.num_processes, rank.source
         )
     })?;
-    require((1..=MAX_THREADS).contains(&a.num_threads), || {
-        format!("num-threads must be 1..={MAX_THREADS}")
-    })?;
-    require(a.vms_per_process >= 1, || {
-        "vms-per-process must be at least 1".into()
-    })?;
-    require(a.num_ports >= 1, || "num-ports must be at least 1".into())?;
-    require((1..=MAX_WINDOW).contains(&a.window_size), || {
-        format!("window-size must be 1..={MAX_WINDOW}")
-    })?;
-    require(a.size >= 1, || "size must be at least 1 byte".into())?;
+    // Values outside their flags' own ranges: usage errors (exit 2).
+    counts_at_least_one(&[
+        ("--num-threads", a.num_threads as u64),
+        ("--vms-per-process", a.vms_per_process as u64),
+        ("--num-ports", a.num_ports as u64),
+        ("--window-size", a.window_size as u64),
+        ("--size", a.size),
+        ("--max-rd-atomic", a.max_rd_atomic as u64),
+    ])?;
+    if a.num_threads > MAX_THREADS {
+        return Err(Error::usage(format!(
+            "--num-threads {} is above {MAX_THREADS}",
+            a.num_threads
+        )));
+    }
+    if a.window_size > MAX_WINDOW {
+        return Err(Error::usage(format!(
+            "--window-size {} is above {MAX_WINDOW}",
+            a.window_size
+        )));
+    }
     require(!(a.use_uc && a.do_read), || {
         "UC cannot do READs (--use-uc 1 needs --do-read 0)".into()
     })?;
@@ -156,9 +168,6 @@ pub(crate) fn validate(a: &Args, rank: &Rank) -> Result<()> {
              the {BUF_SIZE}-byte buffer",
             a.polling_region()
         )
-    })?;
-    require(a.max_rd_atomic >= 1, || {
-        "max-rd-atomic must be at least 1".into()
     })?;
     if a.allsig {
         require(a.sq_depth as usize >= a.window_size, || {

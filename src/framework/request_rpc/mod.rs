@@ -15,7 +15,7 @@ pub use window::{run_window, WindowClient};
 
 use super::args::{flag01, require, CommonArgs, QueueArgs, Topology};
 use super::{Plan, RoleSpec};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hot::SlotLayout;
 use crate::stats::RunInfo;
 
@@ -94,16 +94,21 @@ impl RpcArgs {
                 "--dual-port is not a flag of {name}: use --num-server-ports/--num-client-ports"
             )
         })?;
-        require(
-            self.num_workers >= 1 && self.num_clients >= 1 && self.num_ud_qps >= 1,
-            || "--num-workers, --num-clients and --num-ud-qps must be at least 1".into(),
-        )?;
-        require(
-            self.num_server_ports >= 1 && self.num_client_ports >= 1,
-            || "--num-server-ports and --num-client-ports must be at least 1".into(),
-        )?;
+        // Counts below their flags' range: usage errors (exit 2).
+        if self.num_workers == 0 || self.num_clients == 0 || self.num_ud_qps == 0 {
+            return Err(Error::usage(
+                "--num-workers, --num-clients and --num-ud-qps must be at least 1",
+            ));
+        }
+        if self.num_server_ports == 0 || self.num_client_ports == 0 {
+            return Err(Error::usage(
+                "--num-server-ports and --num-client-ports must be at least 1",
+            ));
+        }
+        if self.window == 0 {
+            return Err(Error::usage("--window must be at least 1"));
+        }
         self.queue.check(self.postlist, max_postlist)?;
-        require(self.window >= 1, || "--window must be at least 1".into())?;
         require(
             self.window as u64 <= u64::from(self.queue.queue_depth),
             || {

@@ -113,7 +113,7 @@ fn refusals_name_what_perftest_refuses() {
     );
     assert_eq!(
         err(Tool::WRITE_BW, |a| a.iters = Some(3)),
-        "Iteration num should be between 5 and 100000000"
+        "-n/--iters 3: Iteration num should be between 5 and 100000000"
     );
     assert_eq!(
         err(Tool::WRITE_BW, |a| a.outs = Some(4)),

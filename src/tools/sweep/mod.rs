@@ -93,7 +93,7 @@ struct Plan {
 
 fn plan(a: &SweepArgs) -> Result<Plan> {
     if a.reps == 0 {
-        return Err(Error::config("--reps must be at least 1"));
+        return Err(Error::usage("--reps must be at least 1"));
     }
     let params = a
         .params
