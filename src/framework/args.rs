@@ -416,9 +416,7 @@ impl Topology {
     /// Refuses zero threads, and more than [`MAX_THREADS`], before any is spawned.
     pub fn check(&self) -> Result<()> {
         // Outside the flag's own range: a usage error (exit 2), whatever the host.
-        if self.threads() == 0 {
-            return Err(Error::usage("--num-threads must be at least 1"));
-        }
+        counts_at_least_one(&[("--num-threads", self.threads() as u64)])?;
         if self.threads() > MAX_THREADS {
             return Err(Error::usage(format!(
                 "--num-threads {} is above {MAX_THREADS}, the threads one process runs (each \

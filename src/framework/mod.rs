@@ -36,7 +36,7 @@ pub mod ud_rpc;
 
 pub use crate::hot::slot_stride;
 pub use args::{
-    at_least_one, check_inline, check_ud_size, counts_at_least_one, fill_byte, flag01, parse_reap,
+    check_inline, check_ud_size, counts_at_least_one, fill_byte, flag01, parse_reap,
     port_index_for, positive_secs, require, CommonArgs, QueueArgs, Topology, REAP_HELP,
 };
 pub use descriptor::{main, Benchmark, Family, Output, RoleSpec};

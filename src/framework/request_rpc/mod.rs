@@ -13,9 +13,9 @@ pub use links::{connect_client, connect_worker, ClientLink, WorkerLink};
 pub use master::{check_layout, Master, MasterLink, MASTER};
 pub use window::{run_window, WindowClient};
 
-use super::args::{flag01, require, CommonArgs, QueueArgs, Topology};
+use super::args::{counts_at_least_one, flag01, require, CommonArgs, QueueArgs, Topology};
 use super::{Plan, RoleSpec};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hot::SlotLayout;
 use crate::stats::RunInfo;
 
@@ -94,20 +94,14 @@ impl RpcArgs {
                 "--dual-port is not a flag of {name}: use --num-server-ports/--num-client-ports"
             )
         })?;
-        // Counts below their flags' range: usage errors (exit 2).
-        if self.num_workers == 0 || self.num_clients == 0 || self.num_ud_qps == 0 {
-            return Err(Error::usage(
-                "--num-workers, --num-clients and --num-ud-qps must be at least 1",
-            ));
-        }
-        if self.num_server_ports == 0 || self.num_client_ports == 0 {
-            return Err(Error::usage(
-                "--num-server-ports and --num-client-ports must be at least 1",
-            ));
-        }
-        if self.window == 0 {
-            return Err(Error::usage("--window must be at least 1"));
-        }
+        counts_at_least_one(&[
+            ("--num-workers", self.num_workers as u64),
+            ("--num-clients", self.num_clients as u64),
+            ("--num-ud-qps", self.num_ud_qps as u64),
+            ("--num-server-ports", self.num_server_ports as u64),
+            ("--num-client-ports", self.num_client_ports as u64),
+            ("--window", self.window as u64),
+        ])?;
         self.queue.check(self.postlist, max_postlist)?;
         require(
             self.window as u64 <= u64::from(self.queue.queue_depth),
