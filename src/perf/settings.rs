@@ -385,13 +385,21 @@ impl Settings {
         let qps = in_range(a.qps.unwrap_or(1), 1, 16384, "-q/--qp", "Number of QPs")?;
         let post_list = match a.post_list {
             None => 1,
-            Some(0) => return Err(refuse("Post list size must be positive")),
+            Some(0) => {
+                return Err(Error::usage(
+                    "-l/--post_list 0: Post list size must be positive",
+                ))
+            }
             Some(_) if !bw => return Err(refuse("Post list is supported in BW tests only")),
             Some(p) => in_range(p, 1, 15000, "-l/--post_list", "Post list size")?,
         };
         let recv_post_list = match a.recv_post_list {
             None => 1,
-            Some(0) => return Err(refuse("Receive post list size must be positive")),
+            Some(0) => {
+                return Err(Error::usage(
+                    "--recv_post_list 0: Receive post list size must be positive",
+                ))
+            }
             Some(r) if r > 1 && !bw => {
                 return Err(refuse("Receive post list is supported in BW tests only"))
             }

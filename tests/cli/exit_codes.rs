@@ -160,7 +160,15 @@ fn every_subcommand_refuses_a_bad_duration_size_and_count_with_2() {
         };
         let secs = ["--duration", "--run-timeout"];
         let sizes = ["--size", "--value-size"];
-        let counts = ["--iters", "--lat-iters", "--reps", "--passes", "--num-keys"];
+        let counts = [
+            "--iters",
+            "--lat-iters",
+            "--reps",
+            "--passes",
+            "--num-keys",
+            "--post_list",
+            "--recv_post_list",
+        ];
         for flag in &flags {
             let values: &[&str] = if secs.contains(&flag.as_str()) {
                 &BAD_SECS
