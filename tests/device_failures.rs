@@ -308,41 +308,63 @@ const BY_REGISTRY: Duration = Duration::from_secs(
     rdma_bench::registry::ENTRY_TTL_S as u64 + rdma_bench::registry::GRACE.as_secs() + 10,
 );
 
+// A peer killed mid-run, five ways: each is its own test so that the two test threads share
+// their waits (four of them wait out a registry entry's expiry, about 20 s each).
+const LONG: [&str; 2] = ["--duration", "600"];
+const CLIENT: [&str; 4] = ["--is-client", "1", "--duration", "600"];
+
+/// RC, the passive side dies: the active side's next reap fails after the transport's retries.
 #[test]
-fn a_peer_killed_mid_run_is_reported_rc_uc_ud() {
+fn a_killed_rc_server_is_reported_by_its_client() {
     let m = Memcached::start();
-    let long = ["--duration", "600"];
-    let client = ["--is-client", "1", "--duration", "600"];
-    // RC, the passive side dies: the active side's next reap fails after the transport's retries.
-    let s = start(RW, &m, &long);
-    let c = start(RW, &m, &client);
+    let s = start(RW, &m, &LONG);
+    let c = start(RW, &m, &CLIENT);
     survivor_reports(s, c, Duration::from_secs(15), "client-0");
-    // RC, the active side dies: the passive side sees its entry expire and stay away for the
-    // grace a late heartbeat gets (ENTRY_TTL_S, then GRACE: about 20 s in all).
-    let s = start(RW, &m, &long);
-    let c = start(RW, &m, &client);
+}
+
+/// RC, the active side dies: the passive side sees its entry expire and stay away for the grace
+/// a late heartbeat gets (ENTRY_TTL_S, then GRACE: about 20 s in all).
+#[test]
+fn a_killed_rc_client_is_reported_by_its_server() {
+    let m = Memcached::start();
+    let s = start(RW, &m, &LONG);
+    let c = start(RW, &m, &CLIENT);
     std::thread::sleep(Duration::from_millis(500));
     survivor_reports(c, s, BY_REGISTRY, "server-0");
-    // UC: no ACK ever fails; the entry's expiry tells.
-    let uc = ["--use-uc", "1", "--duration", "600"];
-    let s = start(RW, &m, &uc);
+}
+
+/// UC: no ACK ever fails; the entry's expiry tells.
+#[test]
+fn a_killed_uc_peer_is_reported_by_its_entry() {
+    let m = Memcached::start();
+    let s = start(RW, &m, &["--use-uc", "1", "--duration", "600"]);
     let c = start(
         RW,
         &m,
         &["--use-uc", "1", "--is-client", "1", "--duration", "600"],
     );
     survivor_reports(s, c, BY_REGISTRY, "client-0");
-    // UD: the sender's receiver dies.
+}
+
+/// UD: the sender's receiver dies.
+#[test]
+fn a_killed_ud_receiver_is_reported_by_its_sender() {
+    let m = Memcached::start();
     let ud = env!("CARGO_BIN_EXE_ud-sender");
-    let s = start(ud, &m, &long);
-    let c = start(ud, &m, &client);
-    let (mut s, c) = (s, c);
+    let mut s = start(ud, &m, &LONG);
+    let c = start(ud, &m, &CLIENT);
     std::thread::sleep(Duration::from_millis(10));
     assert!(s.try_wait().unwrap().is_none());
     survivor_reports(s, c, BY_REGISTRY, "client-0");
-    // UD: the sender dies; its receiver sees its entry expire.
-    let c = start(ud, &m, &client);
-    let s = start(ud, &m, &long);
+}
+
+/// UD: the sender dies; its receiver sees its entry expire.
+#[test]
+fn a_killed_ud_sender_is_reported_by_its_receiver() {
+    let m = Memcached::start();
+    let ud = env!("CARGO_BIN_EXE_ud-sender");
+    let c = start(ud, &m, &CLIENT);
+    let s = start(ud, &m, &LONG);
     survivor_reports(c, s, BY_REGISTRY, "server-0");
 }
 
