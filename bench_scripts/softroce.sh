@@ -396,6 +396,10 @@ write_cmd() {
 # sshd with this run's keys (the guest's /etc and /root are a tmpfs overlay: the host's stay as they are)
 grep -q '^sshd:' /etc/passwd || echo 'sshd:x:$((60000 + RANDOM % 1000)):65534::/run/sshd:/usr/sbin/nologin' >>/etc/passwd
 mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh
+# bash sources ~/.bashrc for every command ssh runs; the host's may set up pyenv and the like,
+# which costs seconds per command on an emulated CPU. The commands ssh runs here name their
+# programs by path or find them in /usr/bin: the guest's root starts with an empty one.
+echo '# softroce.sh: empty in the guest (the host keeps its own)' >/root/.bashrc
 cp '$SSHD_KEYS/id' /root/.ssh/id_ed25519 && cp '$SSHD_KEYS/id.pub' /root/.ssh/authorized_keys
 chmod 600 /root/.ssh/id_ed25519 /root/.ssh/authorized_keys
 printf 'Host *\\n  StrictHostKeyChecking no\\n  UserKnownHostsFile /dev/null\\n  LogLevel ERROR\\n' >/root/.ssh/config
