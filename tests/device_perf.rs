@@ -333,25 +333,65 @@ fn rdma_cm_connects_every_tool() {
     }
 }
 
-/// `-a` in one connection: perftest's sizes, 2 B to 8 MiB, on both sides.
+// Size sweeps (-a), each in one connection. One test per pair, so that the two test threads
+// share them: all five in one test took a minute.
+
+/// The sizes of an -a sweep, as perftest's: 2 B to 8 MiB.
+fn sweep_sizes() -> Vec<u64> {
+    (1..24).map(|i| 1 << i).collect()
+}
+
 #[test]
-fn size_sweeps_run_every_size_in_one_connection() {
-    let sizes: Vec<u64> = (1..24).map(|i| 1 << i).collect();
+fn size_sweep_write_bw_ours_both_sides() {
     let (s, c) = pair("write-bw", Who::Ours, Who::Ours, &["-a", "-n", "5"]);
-    check_bw("write-bw", &s, &c, &sizes, 5, (Who::Ours, Who::Ours));
+    check_bw(
+        "write-bw",
+        &s,
+        &c,
+        &sweep_sizes(),
+        5,
+        (Who::Ours, Who::Ours),
+    );
+}
+
+#[test]
+fn size_sweep_send_lat_against_perftest_server() {
     let (s, c) = pair("send-lat", Who::Perftest, Who::Ours, &["-a", "-n", "5"]);
-    check_lat("send-lat", &s, &c, &sizes, 5);
+    check_lat("send-lat", &s, &c, &sweep_sizes(), 5);
+}
+
+#[test]
+fn size_sweep_send_bw_against_perftest_client() {
     let (s, c) = pair("send-bw", Who::Ours, Who::Perftest, &["-a", "-n", "5"]);
-    check_bw("send-bw", &s, &c, &sizes, 5, (Who::Ours, Who::Perftest));
-    // send_bw's -b sweep exchanges each size's reports before it meets, write_bw's after.
-    for t in ["send-bw", "write-bw"] {
-        let (s, c) = pair(t, Who::Perftest, Who::Ours, &["-b", "-a", "-n", "5"]);
-        let (sr, cr) = (table(&s, BW_HEADER), table(&c, BW_HEADER));
-        assert_eq!((sr.len(), cr.len()), (23, 23), "{t}:\n{s}\n{c}");
-        for (a, b) in sr.iter().zip(&cr) {
-            assert_eq!((a[0], a[1]), (b[0], b[1]), "{t}:\n{s}\n{c}");
-        }
+    check_bw(
+        "send-bw",
+        &s,
+        &c,
+        &sweep_sizes(),
+        5,
+        (Who::Ours, Who::Perftest),
+    );
+}
+
+/// A bidirectional sweep: send_bw's -b exchanges each size's reports before it meets,
+/// write_bw's after.
+fn bidirectional_sweep(t: &str) {
+    let (s, c) = pair(t, Who::Perftest, Who::Ours, &["-b", "-a", "-n", "5"]);
+    let (sr, cr) = (table(&s, BW_HEADER), table(&c, BW_HEADER));
+    assert_eq!((sr.len(), cr.len()), (23, 23), "{t}:\n{s}\n{c}");
+    for (a, b) in sr.iter().zip(&cr) {
+        assert_eq!((a[0], a[1]), (b[0], b[1]), "{t}:\n{s}\n{c}");
     }
+}
+
+#[test]
+fn size_sweep_send_bw_bidirectional() {
+    bidirectional_sweep("send-bw");
+}
+
+#[test]
+fn size_sweep_write_bw_bidirectional() {
+    bidirectional_sweep("write-bw");
 }
 
 #[test]
