@@ -19,15 +19,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use threenode::{addresses, env, node, wait_for};
+use threenode::{addresses, env, node, ssh, wait_for, SSH};
 
 const TOOL: &str = env!("CARGO_BIN_EXE_rdma-bench");
 /// Node 0 listens here while it drives the fleet: the other nodes stay up until it closes.
 const BUSY_PORT: u16 = 11711;
 /// An address on the testbed's subnet that no node has (ssh cannot reach it).
 const NOBODY: &str = "192.0.2.99";
-const SSH: &str = "ssh -o BatchMode=yes -o ConnectTimeout=10 -o ControlMaster=auto \
-                   -o ControlPath=/tmp/fleet-ssh-%C -o ControlPersist=120";
 
 /// Runs the fleet over `hosts`; its exit code, stdout and stderr.
 fn fleet(hosts: &[String], out: &Path, extra: &[&str]) -> (i32, String, String) {
@@ -68,14 +66,6 @@ fn fleet(hosts: &[String], out: &Path, extra: &[&str]) -> (i32, String, String) 
     )
 }
 
-fn ssh(host: &str, cmd: &str) {
-    let ok = Command::new("ssh")
-        .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, cmd])
-        .status()
-        .expect("ssh runs");
-    assert!(ok.success(), "ssh {host} {cmd}: failed");
-}
-
 /// netem on a node's egress while it lives.
 struct Degraded(String);
 
@@ -86,19 +76,16 @@ impl Degraded {
             "$(cat /sys/class/infiniband/{}/ports/1/gid_attrs/ndevs/0)",
             env("RDMA_BENCH_DEVICE")
         );
-        ssh(
-            host,
-            &format!("tc qdisc replace dev {dev} root netem delay 10ms rate 10mbit"),
-        );
+        let netem = format!("tc qdisc replace dev {dev} root netem delay 10ms rate 10mbit");
+        let ok = ssh(30, host, &netem).status().expect("ssh runs");
+        assert!(ok.success(), "ssh {host} {netem}: failed");
         Degraded(format!("tc qdisc del dev {dev} root"))
     }
 }
 
 impl Drop for Degraded {
     fn drop(&mut self) {
-        let _ = Command::new("ssh")
-            .args([&addresses()[2], &self.0])
-            .status();
+        let _ = ssh(30, &addresses()[2], &self.0).status();
     }
 }
 

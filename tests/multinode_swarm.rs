@@ -17,21 +17,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use swarm::check_machine;
-use threenode::{addresses, env, node, wait_for, NODES};
-
-/// ssh with one connection per host, kept open between commands: key exchange costs seconds on
-/// an emulated CPU, and the launcher and this test run a dozen commands per host.
-const SSH: &str = "ssh -o ConnectTimeout=10 -o ControlMaster=auto \
-                   -o ControlPath=/tmp/swarm-ssh-%C -o ControlPersist=300";
-
-/// `timeout SECONDS ssh HOST COMMAND` through the shared connection.
-fn ssh(seconds: u32, host: &str, command: &str) -> Command {
-    let mut c = Command::new("timeout");
-    c.arg(seconds.to_string())
-        .args(SSH.split_whitespace())
-        .args([host, command]);
-    c
-}
+use threenode::{addresses, env, node, ssh, wait_for, NODES, SSH};
 
 /// The test registry's port on node 0 (run-all.sh starts its own on another).
 const PORT: u16 = 11511;
@@ -246,7 +232,7 @@ fn run_all(dir: &Path, tag: &str, duration: &str, mode: &[&str]) -> Command {
         .args(["--connect-timeout", "90"])
         .args(mode)
         .args(device_args())
-        .env("RC_SWARM_SSH", format!("{SSH} -o BatchMode=yes"))
+        .env("RC_SWARM_SSH", SSH)
         .env("RC_SWARM_OUT", dir.join(tag))
         .env("RDMA_BENCH_BIN_DIR", bin_dir())
         .env("RC_SWARM_REGISTRY_PORT", "11611")
