@@ -24,20 +24,24 @@
 # and 16, read-bw, send-lat), and the user-space instructions per WRITE of write-bw at postlist
 # 1 and 16 against ib_write_bw's, same flags on both.
 #
-# Instructions per op: callgrind counts user-space instructions exactly. Each tool runs N1 and N2
-# operations; (Ir(N2) - Ir(N1)) / (N2 - N1) removes setup and teardown, leaving the per-op cost of
-# the posting loop with everything it calls in user space (the provider's post_send included).
+# Instructions per op: callgrind counts user-space instructions exactly. Each tool runs N
+# operations once; the count is the posting loop's, inclusive of everything it calls in user space
+# (the provider's post_send and poll_cq included), divided by N (bench_scripts/lib/callgrind-loop.py
+# finds the loop: ours by name, rw-tput-sender's Meter::pump and write-bw's post_side; perftest's
+# stripped run_iter_bw as the one function that calls the provider's post_send N / postlist times).
+# Startup and teardown stay out of the count, so one run per tool suffices: a whole-program count
+# would need two runs and a difference, as its startup varies by ~2 % of a run.
 # One extra row shows the original's eager reaping rule at postlist 16, for reference.
 #
 # The gate (COMPARE_PARTS=gate, what CI runs in its device boot): WRITE 32 B at postlist 1 and 16,
-# perftest's ib_write_bw (--use_old_post_send -Q 64|16 -t 128 -I 60) counted once at N1 and N2, and
-# against those same runs both of ours: rw-tput-sender with the matched knobs above and write-bw
-# with ib_write_bw's own flags. COMPARE_GATE=PCT then fails the script (exit 6) when any row's
+# perftest's ib_write_bw (--use_old_post_send -Q 64|16 -t 128 -I 60) counted once, and against
+# that run both of ours: rw-tput-sender with the matched knobs above and write-bw with
+# ib_write_bw's own flags. COMPARE_GATE=PCT then fails the script (exit 6) when any row's
 # instructions per op exceed perftest's by more than PCT percent; each row's verdict is printed.
 #
 # Environment: COMPARE_PARTS (default: all but gate); COMPARE_REPS (5) alternated runs per rate
-# pair; COMPARE_DURATION (3) seconds per run; COMPARE_N1 / COMPARE_N2 (50000 / 250000; keep both
-# above 20000, where perftest stops stamping posts for its peak) operations under callgrind;
+# pair; COMPARE_DURATION (3) seconds per run; COMPARE_N (50000; keep it above 20000, where
+# perftest stops stamping posts for its peak, and a multiple of 64) operations under callgrind;
 # COMPARE_LAT_N (20000) latency iterations; COMPARE_BIN (target/release, built here first) the
 # directory of our binaries, e.g. target/ci, which is then used as it is; COMPARE_GATE (unset) the
 # gate's margin in percent; COMPARE_TIMEOUT (2400) bounds the testbed run.
@@ -55,8 +59,9 @@ done
 
 D=${COMPARE_DURATION:-3}
 REPS=${COMPARE_REPS:-5}
-N1=${COMPARE_N1:-50000}
-N2=${COMPARE_N2:-250000}
+N=${COMPARE_N:-50000}
+[[ $N =~ ^[0-9]+$ ]] && [ "$N" -gt 20000 ] && [ $((N % 64)) = 0 ] ||
+  { echo "compare-perftest.sh: COMPARE_N must be a multiple of 64 above 20000 (got '$N')" >&2; exit 2; }
 LAT_N=${COMPARE_LAT_N:-20000}
 PARTS=${COMPARE_PARTS:-tput control lat instr tools tools_instr}  # any subset, e.g. COMPARE_PARTS=instr
 out=target/compare
@@ -197,19 +202,19 @@ failed() { # what log: a counted run that failed ends the script (a count of a f
   tail -5 "$2" >&2
   exit 1
 }
-ir() { # outfile -> total Ir
-  awk '/^(summary|totals):/{print $2; exit}' "$1"
+loop_ir() { # callgrind-file selector -> the posting loop's inclusive Ir (callgrind-loop.py)
+  python3 "$here/lib/callgrind-loop.py" "$@" || exit 1
 }
-ours_ir() { # postlist unsig iters [extra flags]
+ours_ir() { # postlist unsig iters [extra flags] -> rw-tput-sender's loop Ir
   $B/rw-tput-sender --is-client 1 "${ours_dev[@]}" "${reg[@]}" --duration 600 >/dev/null 2>&1 &
   local c=$!
   valgrind --tool=callgrind --callgrind-out-file="$out/cg.ours" $B/rw-tput-sender "${ours_dev[@]}" "${reg[@]}" \
     --size 32 --postlist "$1" --unsig-batch "$2" --iters "$3" --hugepages off "${inline[@]}" "${@:4}" \
     >"$out/ours.log" 2>&1 || failed "rw-tput-sender --postlist $1 --iters $3 ${*:4}" "$out/ours.log"
   wait $c || true
-  ir "$out/cg.ours"
+  loop_ir "$out/cg.ours" --name '*Meter::pump*'
 }
-perftest_ir() { # postlist cqmod iters [extra flags]
+perftest_ir() { # postlist cqmod iters [extra flags] -> ib_write_bw's loop Ir
   timeout 900 ib_write_bw "${pt[@]}" -s 32 -l "$1" -Q "$2" -t 128 -I 60 -n "$3" "${@:4}" >/dev/null 2>&1 &
   local s=$!
   sleep 1
@@ -217,9 +222,9 @@ perftest_ir() { # postlist cqmod iters [extra flags]
     -t 128 -I 60 -n "$3" "${@:4}" 127.0.0.1 >"$out/perftest.log" 2>&1 ||
     failed "ib_write_bw -l $1 -Q $2 -n $3 ${*:4}" "$out/perftest.log"
   wait $s || true
-  ir "$out/cg.perftest"
+  loop_ir "$out/cg.perftest" --calls $(($3 / $1))
 }
-per_op() { python3 -c "print(round(($2 - $1) / ($4 - $3), 1))" "$@"; }
+per_op() { awk -v ir="$1" -v n="$2" 'BEGIN { printf "%.1f\n", ir / n }'; }
 instr_pair() { # name postlist unsig ours-flags... -- perftest-flags...
   local name=$1 l=$2 q=$3; shift 3
   local ox=() px=() side=o x
@@ -227,11 +232,11 @@ instr_pair() { # name postlist unsig ours-flags... -- perftest-flags...
     if [ "$x" = -- ]; then side=p; continue; fi
     if [ $side = o ]; then ox+=("$x"); else px+=("$x"); fi
   done
-  local o1 o2 p1 p2
-  o1=$(ours_ir "$l" "$q" "$N1" "${ox[@]}"); o2=$(ours_ir "$l" "$q" "$N2" "${ox[@]}")
-  p1=$(perftest_ir "$l" "$q" "$N1" "${px[@]}"); p2=$(perftest_ir "$l" "$q" "$N2" "${px[@]}")
-  echo "callgrind $name: ours $o1 -> $o2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
-  RES[$name]="$(per_op "$o1" "$o2" "$N1" "$N2") $(per_op "$p1" "$p2" "$N1" "$N2") $o1,$o2 / $p1,$p2"
+  local o p
+  o=$(ours_ir "$l" "$q" "$N" "${ox[@]}")
+  p=$(perftest_ir "$l" "$q" "$N" "${px[@]}")
+  echo "callgrind $name: loop Ir ours $o, perftest $p (N $N)" >>"$raw"
+  RES[$name]="$(per_op "$o" "$N") $(per_op "$p" "$N") $o / $p"
   ORDER+=("$name")
 }
 if [[ " $PARTS " == *" instr "* ]]; then
@@ -244,11 +249,10 @@ if [[ " $PARTS " == *" instr "* ]]; then
 fi
 
 # Instructions per op of the perftest-compatible tools: the posting client under callgrind, the
-# passive server outside it, at N1 and N2 WRITEs (both above 20000, so that neither stamps posts
-# for the peak).
-tool_ir() { # impl postlist iters [extra flags, both sides]
-  local cmd=(ib_write_bw -F)
-  [ "$1" = ours ] && cmd=($B/rdma-bench write-bw)
+# passive server outside it, N WRITEs (above 20000, so that neither stamps posts for the peak).
+tool_ir() { # impl postlist iters [extra flags, both sides] -> the client's loop Ir
+  local cmd=(ib_write_bw -F) loop=(--calls $(($3 / $2)))
+  [ "$1" = ours ] && cmd=($B/rdma-bench write-bw) loop=(--name '*perf::bw::post_side*')
   local port=$((20000 + RANDOM % 40000)) x=()
   [ -n "$gid" ] && x=(-x "$gid")
   timeout 900 "${cmd[@]}" -d "$dev" "${x[@]}" -p "$port" -s 32 -l "$2" -n "$3" "${@:4}" >/dev/null 2>&1 &
@@ -258,15 +262,14 @@ tool_ir() { # impl postlist iters [extra flags, both sides]
     -p "$port" -s 32 -l "$2" -n "$3" "${@:4}" 127.0.0.1 >"$out/tool.log" 2>&1 ||
     failed "${cmd[*]} -l $2 -n $3 ${*:4}" "$out/tool.log"
   wait $s || true
-  ir "$out/cg.tool.$1"
+  loop_ir "$out/cg.tool.$1" "${loop[@]}"
 }
 if [[ " $PARTS " == *" tools_instr "* ]]; then
   for l in 1 16; do
-    o1=$(tool_ir ours $l "$N1"); o2=$(tool_ir ours $l "$N2")
-    p1=$(tool_ir perftest $l "$N1"); p2=$(tool_ir perftest $l "$N2")
+    o=$(tool_ir ours $l "$N"); p=$(tool_ir perftest $l "$N")
     name="rdma-bench write-bw -s 32 -l $l vs ib_write_bw (user instr/op)"
-    echo "callgrind $name: ours $o1 -> $o2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
-    RES[$name]="$(per_op "$o1" "$o2" "$N1" "$N2") $(per_op "$p1" "$p2" "$N1" "$N2") $o1,$o2 / $p1,$p2"
+    echo "callgrind $name: loop Ir ours $o, perftest $p (N $N)" >>"$raw"
+    RES[$name]="$(per_op "$o" "$N") $(per_op "$p" "$N") $o / $p"
     ORDER+=("$name")
   done
 fi
@@ -275,26 +278,27 @@ if [[ " $PARTS " == *" gate "* ]]; then
   for l in 1 16; do
     q=$([ $l = 1 ] && echo 64 || echo 16)
     pt_flags=(-Q "$q" -t 128 -I 60 --use_old_post_send)
-    p1=$(perftest_ir "$l" "$q" "$N1" --use_old_post_send); p2=$(perftest_ir "$l" "$q" "$N2" --use_old_post_send)
-    r1=$(ours_ir "$l" "$q" "$N1" --reap lazy); r2=$(ours_ir "$l" "$q" "$N2" --reap lazy)
-    w1=$(tool_ir ours "$l" "$N1" "${pt_flags[@]}"); w2=$(tool_ir ours "$l" "$N2" "${pt_flags[@]}")
-    perftest_per_op=$(per_op "$p1" "$p2" "$N1" "$N2")
+    t0=$SECONDS; p=$(perftest_ir "$l" "$q" "$N" --use_old_post_send)
+    t1=$SECONDS; r=$(ours_ir "$l" "$q" "$N" --reap lazy)
+    t2=$SECONDS; w=$(tool_ir ours "$l" "$N" "${pt_flags[@]}")
+    perftest_per_op=$(per_op "$p" "$N")
     name="rw-tput-sender WRITE 32B postlist $l vs ib_write_bw (user instr/op)"
-    RES[$name]="$(per_op "$r1" "$r2" "$N1" "$N2") $perftest_per_op $r1,$r2 / $p1,$p2"
+    RES[$name]="$(per_op "$r" "$N") $perftest_per_op $r / $p"
     ORDER+=("$name")
     name="rdma-bench write-bw -s 32 -l $l -Q $q vs ib_write_bw (user instr/op)"
-    RES[$name]="$(per_op "$w1" "$w2" "$N1" "$N2") $perftest_per_op $w1,$w2 / $p1,$p2"
+    RES[$name]="$(per_op "$w" "$N") $perftest_per_op $w / $p"
     ORDER+=("$name")
-    echo "callgrind gate postlist $l: rw-tput-sender $r1 -> $r2, write-bw $w1 -> $w2, perftest $p1 -> $p2 (N $N1 -> $N2)" >>"$raw"
+    echo "callgrind gate postlist $l: loop Ir rw-tput-sender $r, write-bw $w, perftest $p (N $N;" \
+      "runs of $((t2 - t1)), $((SECONDS - t2)) and $((t1 - t0)) s)" >>"$raw"
   done
 fi
 
 # One row per pair: name, our median, perftest's median, and the individual runs.
 : >"$out/pairs.tsv"
 for k in "${ORDER[@]}"; do printf '%s\t%s\n' "$k" "${RES[$k]}" >>"$out/pairs.tsv"; done
-python3 - "$out" "$dev" "$D" "$REPS" "$N1" "$N2" "$LAT_N" "$GATE" <<'PY'
+python3 - "$out" "$dev" "$D" "$REPS" "$N" "$LAT_N" "$GATE" <<'PY'
 import json, sys
-out, dev, dur, reps, n1, n2, lat_n, gate = sys.argv[1:]
+out, dev, dur, reps, n, lat_n, gate = sys.argv[1:]
 rows = []
 for line in open(f"{out}/pairs.tsv"):
     name, rest = line.rstrip("\n").split("\t")
@@ -315,7 +319,7 @@ print(f"{'pair':<{w}}  {'ours':>10}  {'perftest':>10}  {'ratio':>6}  {'perftest 
 for r in rows:
     sp = f"{r['perftest_spread']:.2f}" if r["perftest_spread"] else "exact"
     print(f"{r['pair']:<{w}}  {r['ours']:>10.4g}  {r['perftest']:>10.4g}  {r['ratio']:>6.3f}  {sp:>16}")
-meta = {"device": dev, "duration_s": float(dur), "reps": int(reps), "callgrind_ops": [int(n1), int(n2)],
+meta = {"device": dev, "duration_s": float(dur), "reps": int(reps), "callgrind_ops": int(n),
         "latency_iters": int(lat_n)}
 json.dump({"meta": meta, "pairs": rows}, open(f"{out}/results.json", "w"), indent=1)
 print(f"(ratio = ours / perftest; medians of {reps} alternated runs of {dur} s on {dev}; JSON: {out}/results.json)")

@@ -390,6 +390,11 @@ write_cmd() {
     fi
     echo 'unset SOFTROCE_GUEST_DEVICE SOFTROCE_GUEST_GID SOFTROCE_GUEST_IP SOFTROCE_GUEST_PEERS SOFTROCE_GUEST_NODE SOFTROCE_GUEST_NODES'
     echo 'export SOFTROCE_INSIDE=1'
+    # A version manager's shim (pyenv's) runs a shell script of tens of processes before every
+    # python3: ~6 s per call in a TCG guest. The guest calls the interpreter it resolves to.
+    local py
+    py=$(python3 -c 'import os, sys; print(os.path.dirname(os.path.realpath(sys.executable)))' 2>/dev/null) &&
+      printf 'export PATH=%q:"$PATH"\n' "$py"
     echo 'ulimit -l unlimited'
     if [ -n "${SSHD_KEYS:-}" ]; then
       cat <<SSHD

@@ -207,7 +207,7 @@ GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} \
   # The zero-overhead claim: user instructions per WRITE (callgrind) of rw-tput-sender and
   # write-bw against perftest'"'"'s ib_write_bw on this device, at most GATE % above (docs/testing.md).
   echo "-- instruction gate: ours against ib_write_bw, WRITE 32 B, postlist 1 and 16 (callgrind)"
-  COMPARE_PARTS=gate COMPARE_BIN="$GATE_BIN" COMPARE_N1=22400 COMPARE_N2=102400 COMPARE_GATE="$GATE" \
+  COMPARE_PARTS=gate COMPARE_BIN="$GATE_BIN" COMPARE_N=22400 COMPARE_GATE="$GATE" \
     bench_scripts/compare-perftest.sh || rc=1
   exit $rc' device-tests "${bins[@]}" -- "${v55[@]}"
 

@@ -118,6 +118,9 @@ pub fn warm_up(s: &mut Session, size: u64) -> Result<()> {
 /// With `rx` (send-bw `-b`, perftest's run_iter_bi) the loop also reaps and reposts the peer's
 /// SENDs, and runs until both directions are done; the server starts posting at its first
 /// RECV, so that the client's RECVs are surely up. The row is this side's SENDs.
+// Never inlined: the CI instruction gate counts this function's inclusive cost, by name, as
+// write-bw's loop (bench_scripts/compare-perftest.sh).
+#[inline(never)]
 pub fn post_side(
     s: &mut Session,
     size: u64,
