@@ -33,6 +33,8 @@ step() {
 # The table, at exit whatever the outcome: a step that failed is the last row.
 timing_table() {
   local rc=$? i failed=
+  # A step that failed while the registry's tests ran beside it: they are not left behind.
+  [ -z "${registry_pid:-}" ] || kill "$registry_pid" 2>/dev/null || true
   [ -z "$step_name" ] || [ $rc = 0 ] || failed=" (failed in the last step, exit $rc)"
   step ""
   echo "== steps ($([ $quick = 1 ] && echo quick || echo full) run)"
@@ -54,23 +56,6 @@ QUICK_DEVICE=(
   "device_verbs rc_write_inline_and_from_mr rc_read rc_send_recv_and_send_with_imm ud_send_lands_after_the_grh --exact"
   "device_bench rw_tput_sender_write_two_threads_then_read --exact"
   "device_perf bw_tools_against_perftest_both_ways --exact")
-
-if [ $quick = 0 ]; then
-step "compile-only: an older, smaller install (headers without ibv_wr_* / ibv_query_gid_ex, as rdma-core < v24, and no librdmacm)"
-# The installed headers with the extended post API cut out (bench_scripts/old-verbs-headers.sh),
-# librdmacm left out: the cfg-gated code must build and lint clean, build.rs must say what is
-# off, and --post-api wr and -R must be refused with one line. Debug profile: this is about
-# compiling, not speed.
-old_inc=$(bench_scripts/old-verbs-headers.sh "$here/target/no-wr-api/include")
-# The lint's target dir: its compiled dependencies serve here and in the v55 build below; only
-# the crate, whose build script watches these variables, is compiled again.
-old_env=(env RDMA_CORE_INCLUDE_DIR="$old_inc" RDMA_BENCH_NO_RDMACM=1)
-"${old_env[@]}" cargo clippy --all-targets --features device-tests -- -D warnings 2>&1 |
-  tee target/no-wr-api/clippy.log
-grep -q "rdma-core headers lack ibv_wr_\*" target/no-wr-api/clippy.log ||
-  { echo "test.sh: build.rs did not warn that ibv_wr_* is missing" >&2; exit 1; }
-"${old_env[@]}" cargo test --test cli -- post_api_wr_without_the_wr_api rdma_cm_without_librdmacm --exact 2>&1
-fi
 
 if [ $quick = 0 ]; then
   step "build (profile ci: release without fat LTO; every target, one feature set, built once)"
@@ -105,8 +90,9 @@ mapfile -t all_tests < <(test_bins test "")
 mapfile -t unit < <(test_bins lib "")
 
 step "host-only tests (unit tests, doc tests, and every test target but the device ones)"
-# The registry binary spends its 40 s waiting out its own timeouts: it runs beside the others,
-# its output printed after theirs.
+# The registry binary spends its 40 s waiting out its own timeouts: it runs beside the others
+# and, in the full run, beside the two builds that follow them; its output is printed after
+# theirs.
 host_rc=0 registry_pid=
 for t in "${unit[@]}" "${all_tests[@]}"; do
   case ${t%% *} in
@@ -120,11 +106,17 @@ for t in "${unit[@]}" "${all_tests[@]}"; do
   "${t#* }" --color never || host_rc=1
 done
 cargo test --profile ci --features device-tests --doc 2>&1 || host_rc=1
-[ -n "$registry_pid" ] || { echo "test.sh: the registry test binary was not built" >&2; exit 1; }
-echo "-- registry"
-wait "$registry_pid" || host_rc=1
-cat target/registry-tests.log
 [ $host_rc = 0 ] || { echo "test.sh: host tests failed" >&2; exit 1; }
+[ -n "$registry_pid" ] || { echo "test.sh: the registry test binary was not built" >&2; exit 1; }
+registry_result() {
+  local rc=0
+  echo "-- registry"
+  wait "$registry_pid" || rc=1
+  registry_pid=
+  cat target/registry-tests.log
+  [ $rc = 0 ] || { echo "test.sh: the registry's host tests failed" >&2; exit 1; }
+}
+[ $quick = 0 ] || registry_result
 
 pick() { for t in "${all_tests[@]}"; do case ${t%% *} in "$1"*) echo "${t#* }" ;; esac; done; }
 
@@ -149,6 +141,21 @@ if [ $quick = 1 ]; then
   echo "== [$(date +%T)] quick lane passed (bench_scripts/test.sh without --quick runs everything)"
   exit 0
 fi
+
+step "compile-only: an older, smaller install (headers without ibv_wr_* / ibv_query_gid_ex, as rdma-core < v24, and no librdmacm)"
+# The installed headers with the extended post API cut out (bench_scripts/old-verbs-headers.sh),
+# librdmacm left out: the cfg-gated code must build and lint clean, build.rs must say what is
+# off, and --post-api wr and -R must be refused with one line. Debug profile: this is about
+# compiling, not speed.
+old_inc=$(bench_scripts/old-verbs-headers.sh "$here/target/no-wr-api/include")
+# The lint's target dir: its compiled dependencies serve here and in the v55 build below; only
+# the crate, whose build script watches these variables, is compiled again.
+old_env=(env RDMA_CORE_INCLUDE_DIR="$old_inc" RDMA_BENCH_NO_RDMACM=1)
+"${old_env[@]}" cargo clippy --all-targets --features device-tests -- -D warnings 2>&1 |
+  tee target/no-wr-api/clippy.log
+grep -q "rdma-core headers lack ibv_wr_\*" target/no-wr-api/clippy.log ||
+  { echo "test.sh: build.rs did not warn that ibv_wr_* is missing" >&2; exit 1; }
+"${old_env[@]}" cargo test --test cli -- post_api_wr_without_the_wr_api rdma_cm_without_librdmacm --exact 2>&1
 
 mapfile -t bins < <(pick device_)
 mapfile -t fabric < <(pick fabric_)
@@ -184,6 +191,9 @@ for line in sys.stdin:
 [ ${#v55[@]} -eq ${#V55_TESTS[@]} ] ||
   { cat target/v55-build.log >&2; echo "test.sh: the v55 device test binaries were not built" >&2; exit 1; }
 echo "v55 build step: $((SECONDS - v55_start)) s; $(ldd "${v55[0]%% *}" | grep libibverbs)"
+
+step "registry host tests (what is left of their wait after the two builds)"
+registry_result
 
 step "device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
 # Each binary prints libtest's own "test result:" line; any failure fails the run.
