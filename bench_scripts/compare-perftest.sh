@@ -297,8 +297,11 @@ if [[ " $PARTS " == *" gate "* ]]; then
   lane1=$!
   gate_lane 16 >"$out/gate.l16" &
   lane16=$!
-  wait $lane1 || exit 1
-  wait $lane16 || exit 1
+  # Both lanes are waited for before a failed one ends the script: none is left counting.
+  lanes_ok=1
+  wait $lane1 || lanes_ok=0
+  wait $lane16 || lanes_ok=0
+  [ $lanes_ok = 1 ] || exit 1
   for l in 1 16; do
     q=$([ $l = 1 ] && echo 64 || echo 16)
     read -r p r w tp tr tw <"$out/gate.l$l"
