@@ -27,9 +27,9 @@ APT_PACKAGES=(qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-provide
   openmpi-bin openssh-client procps
   # rdma-core v55 built from source by bench_scripts/rdma-core-build.sh (test.sh's portability step)
   curl cmake ninja-build gcc libnl-3-dev libnl-route-3-dev python3
-  # promtool: tests/history.rs checks `rdma-bench history prom`'s file with the real parser
+  # promtool: tests/host/history.rs checks `rdma-bench history prom`'s file with the real parser
   prometheus
-  # tcpdump: tests/twonode_qos.rs reads the DSCP byte and TTL of the RoCE v2 packets on the wire
+  # tcpdump: tests/device/twonode/qos.rs reads the DSCP byte and TTL of the RoCE v2 packets on the wire
   tcpdump)
 # Commands and files whose presence means "the package is there" (cheap check for a no-op setup).
 PRESENCE=(qemu-system-x86_64 /bin/busybox cpio depmod ibv_devinfo ib_write_bw memcached rdma

@@ -49,68 +49,64 @@ step "lint (rustfmt, clippy -D warnings, the crate's [lints] table)"
 cargo fmt --check
 cargo clippy --all-targets --features device-tests -- -D warnings
 
-# The quick lane's device tests, "TARGET [libtest filter args]": WRITE, READ, SEND and UD through the
-# verbs layer, one paper benchmark with both roles (WRITE then READ, --verify), one perftest tool
-# against Debian's perftest both ways. One boot serves them all.
-QUICK_DEVICE=(
-  "device_verbs rc_write_inline_and_from_mr rc_read rc_send_recv_and_send_with_imm ud_send_lands_after_the_grh --exact"
-  "device_bench rw_tput_sender_write_two_threads_then_read --exact"
-  "device_perf bw_tools_against_perftest_both_ways --exact")
+# The test binaries: tests/host (every host-only test) and tests/device (every device test, a
+# module per subject; tests/device/main.rs says which boot runs which modules).
+# The quick lane's device tests, as libtest filters of the device binary: WRITE, READ, SEND and UD
+# through the verbs layer, one paper benchmark with both roles (WRITE then READ, --verify), one
+# perftest tool against Debian's perftest both ways. One boot, one process.
+QUICK_DEVICE=(verbs::rc_write_inline_and_from_mr verbs::rc_read verbs::rc_send_recv_and_send_with_imm
+  verbs::ud_send_lands_after_the_grh bench::rw_tput_sender_write_two_threads_then_read
+  perf::bw_tools_against_perftest_both_ways --exact)
+# The device binary's tests for the single-guest boot: all but the modules of the other boots.
+ONE_GUEST_SKIP=(--skip fabric:: --skip twonode:: --skip multinode::)
 
 if [ $quick = 0 ]; then
   step "build (profile ci: release without fat LTO; every target, one feature set, built once)"
   cargo build --profile ci --all-targets --features device-tests
   targets=()
 else
-  # The library, its unit tests, the binaries, every host test target and the quick device ones.
-  step "build (profile ci: the host test targets and the quick lane's device targets)"
-  targets=(--lib --bins)
-  for f in tests/*.rs; do
-    t=$(basename "$f" .rs)
-    case $t in device_* | fabric_* | twonode_* | multinode_*) ;; *) targets+=(--test "$t") ;; esac
-  done
-  for t in "${QUICK_DEVICE[@]}"; do targets+=(--test "${t%% *}"); done
+  # The library, its unit tests, the binaries and the two test binaries (no examples).
+  step "build (profile ci: the library, the binaries, the host and device test binaries)"
+  targets=(--lib --bins --test host --test device)
   cargo test --profile ci --features device-tests --no-run "${targets[@]}"
 fi
-# test_bins KIND PREFIX: the test executables of kind lib or test whose target name starts with
-# PREFIX (lib: the unit tests), from the build above.
+# test_bins KIND: the test executables of kind lib (the unit tests) or test, "NAME PATH", from
+# the build above.
 test_bins() {
   cargo test --profile ci --features device-tests --no-run --message-format=json "${targets[@]}" 2>/dev/null |
     python3 -c '
 import json, sys
-kind, prefix = sys.argv[1], sys.argv[2]
+kind = sys.argv[1]
 for line in sys.stdin:
     m = json.loads(line)
     t = m.get("target", {})
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and kind in t.get("kind", []) and t["name"].startswith(prefix):
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and kind in t.get("kind", []):
         print(t["name"], m["executable"])
-' "$1" "$2"
+' "$1"
 }
-mapfile -t all_tests < <(test_bins test "")
-mapfile -t unit < <(test_bins lib "")
+mapfile -t all_tests < <(test_bins test)
+mapfile -t unit < <(test_bins lib)
+pick() { for t in "${all_tests[@]}"; do [ "${t%% *}" != "$1" ] || echo "${t#* }"; done; }
+host_bin=$(pick host) device_bin=$(pick device)
+[ -n "$host_bin" ] && [ -n "$device_bin" ] && [ ${#unit[@]} = 1 ] ||
+  { echo "test.sh: the unit, host and device test binaries were not all built" >&2; exit 1; }
 
-step "host-only tests (unit tests, doc tests, and every test target but the device ones)"
-# The registry binary spends its 40 s waiting out its own timeouts: it runs beside the others
-# and, in the full run, beside the two builds that follow them; its output is printed after
-# theirs.
-host_rc=0 registry_pid=
-for t in "${unit[@]}" "${all_tests[@]}"; do
-  case ${t%% *} in
-    device_* | fabric_* | twonode_* | multinode_*) continue ;;
-    registry)
-      "${t#* }" --color never >target/registry-tests.log 2>&1 &
-      registry_pid=$!
-      continue ;;
-  esac
-  echo "-- ${t%% *}"
-  "${t#* }" --color never || host_rc=1
-done
+step "host-only tests (unit tests, doc tests, the host test binary)"
+# The registry's tests spend their 40 s waiting out their own timeouts: they run in a process
+# beside the others and, in the full run, beside the two builds that follow them; their output
+# is printed after theirs.
+"$host_bin" registry:: --color never >target/registry-tests.log 2>&1 &
+registry_pid=$!
+host_rc=0
+echo "-- unit tests"
+"${unit[0]#* }" --color never || host_rc=1
+echo "-- host (all but registry::)"
+"$host_bin" --skip registry:: --color never || host_rc=1
 cargo test --profile ci --features device-tests --doc 2>&1 || host_rc=1
 [ $host_rc = 0 ] || { echo "test.sh: host tests failed" >&2; exit 1; }
-[ -n "$registry_pid" ] || { echo "test.sh: the registry test binary was not built" >&2; exit 1; }
 registry_result() {
   local rc=0
-  echo "-- registry"
+  echo "-- host registry::"
   wait "$registry_pid" || rc=1
   registry_pid=
   cat target/registry-tests.log
@@ -118,25 +114,12 @@ registry_result() {
 }
 [ $quick = 0 ] || registry_result
 
-pick() { for t in "${all_tests[@]}"; do case ${t%% *} in "$1"*) echo "${t#* }" ;; esac; done; }
-
 if [ $quick = 1 ]; then
   step "device tests, quick lane (one boot)"
-  quick_cmds=()
-  for q in "${QUICK_DEVICE[@]}"; do
-    exe=$(pick "${q%% *}")
-    [ -n "$exe" ] || { echo "test.sh: the device test binary ${q%% *} was not built" >&2; exit 1; }
-    quick_cmds+=("$exe${q#"${q%% *}"}")
-  done
   bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-600}" -- bash -c '
-    rc=0
     echo "device: $RDMA_BENCH_DEVICE, GID index $RDMA_BENCH_GID_INDEX"
-    for b in "$@"; do
-      read -r -a cmd <<<"$b"
-      echo "-- $(basename "${cmd[0]}") ${cmd[*]:1}"
-      "${cmd[@]}" --test-threads=2 --color never || rc=1
-    done
-    exit $rc' quick-device-tests "${quick_cmds[@]}"
+    echo "-- device ${*:2}"
+    "$@" --test-threads=2 --color never' quick-device-tests "$device_bin" "${QUICK_DEVICE[@]}"
   step ""
   echo "== [$(date +%T)] quick lane passed (bench_scripts/test.sh without --quick runs everything)"
   exit 0
@@ -155,19 +138,7 @@ old_env=(env RDMA_CORE_INCLUDE_DIR="$old_inc" RDMA_BENCH_NO_RDMACM=1)
   tee target/no-wr-api/clippy.log
 grep -q "rdma-core headers lack ibv_wr_\*" target/no-wr-api/clippy.log ||
   { echo "test.sh: build.rs did not warn that ibv_wr_* is missing" >&2; exit 1; }
-"${old_env[@]}" cargo test --test cli -- post_api_wr_without_the_wr_api rdma_cm_without_librdmacm --exact 2>&1
-
-# device_failures spends most of its ~80 s waiting out registry entries' expiry (about 25 s of
-# CPU): it runs beside the others, device_perf (the longest, ~170 s) first among them.
-beside=$(pick device_failures)
-mapfile -t bins < <(pick device_perf
-  for t in "${all_tests[@]}"; do
-    case ${t%% *} in device_perf* | device_failures*) ;; device_*) echo "${t#* }" ;; esac
-  done)
-mapfile -t fabric < <(pick fabric_)
-mapfile -t twonode < <(pick twonode_)
-mapfile -t multinode < <(pick multinode_)
-[ -n "$beside" ] && [ ${#bins[@]} -gt 0 ] && [ ${#fabric[@]} -gt 0 ] && [ ${#twonode[@]} -gt 0 ] && [ ${#multinode[@]} -gt 0 ] || { echo "test.sh: the device test binaries were not built" >&2; exit 1; }
+"${old_env[@]}" cargo test --test host -- cli::post_api_wr_without_the_wr_api cli::rdma_cm_without_librdmacm --exact 2>&1
 
 step "rdma-core v55 from source (cached under ~/.cache/rdma-bench/rdma-core-55) and device tests against it (build)"
 # The in-process verbs tests, the proof of which libibverbs is loaded, the RC/UC WRITE/READ
@@ -177,55 +148,51 @@ step "rdma-core v55 from source (cached under ~/.cache/rdma-bench/rdma-core-55) 
 # v55 (and v55's own rxe provider) with no LD_LIBRARY_PATH, while perftest stays on the system's.
 v55_start=$SECONDS
 rdma55=$(bench_scripts/rdma-core-build.sh)
-V55_TESTS=(device_verbs device_portability
-  "device_bench --skip an_example_benchmark_runs_through_run_local_compare_and_plot" "device_perf rdma_cm_connects_every_tool --exact")
-v55_targets=()
-for t in "${V55_TESTS[@]}"; do v55_targets+=("--test=${t%% *}"); done
-mapfile -t v55 < <(
+V55_TESTS=(verbs:: portability:: bench:: perf::rdma_cm_connects_every_tool
+  --skip bench::an_example_benchmark_runs_through_run_local_compare_and_plot)
+v55_bin=$(
   RDMA_CORE_INCLUDE_DIR="$rdma55/include" RDMA_CORE_LIB_DIR="$rdma55/lib" \
-    cargo test --features device-tests --no-run \
-    --message-format=json "${v55_targets[@]}" 2>target/v55-build.log |
+    cargo test --features device-tests --no-run --message-format=json --test device 2>target/v55-build.log |
     python3 -c '
 import json, sys
-want = {t.split()[0]: t.split(" ", 1)[1:] for t in sys.argv[1:]}
 for line in sys.stdin:
     m = json.loads(line)
-    name = m.get("target", {}).get("name")
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and name in want:
-        print(" ".join([m["executable"]] + want[name]))
-' "${V55_TESTS[@]}")
-[ ${#v55[@]} -eq ${#V55_TESTS[@]} ] ||
-  { cat target/v55-build.log >&2; echo "test.sh: the v55 device test binaries were not built" >&2; exit 1; }
-echo "v55 build step: $((SECONDS - v55_start)) s; $(ldd "${v55[0]%% *}" | grep libibverbs)"
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "device":
+        print(m["executable"])
+')
+[ -n "$v55_bin" ] ||
+  { cat target/v55-build.log >&2; echo "test.sh: the v55 device test binary was not built" >&2; exit 1; }
+echo "v55 build step: $((SECONDS - v55_start)) s; $(ldd "$v55_bin" | grep libibverbs)"
 
 step "registry host tests (what is left of their wait after the two builds)"
 registry_result
 
 step "device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
-# Each binary prints libtest's own "test result:" line; any failure fails the run.
-# After "--": the v55 binaries, each "PATH [libtest filter args]", in the same boot.
-# BESIDE: the binary that runs beside all of them, its output printed after theirs.
-GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} BESIDE=$beside \
+# Each run prints libtest's own "test result:" line; any failure fails the run. The arguments:
+# the one-guest filters of the device binary, then after "--" those of its v55 build, run in the
+# same boot. failures:: (mostly waiting out registry entries' expiry: ~25 s of CPU in ~85 s)
+# runs in a process beside the others, its output printed after theirs.
+GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} DEVICE_BIN=$device_bin V55_BIN=$v55_bin \
   bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-1500}" -- bash -c '
-  rc=0 label=
+  rc=0 one=() v55=()
+  while [ "$1" != -- ]; do one+=("$1"); shift; done
+  shift
+  v55=("$@")
   echo "device: $RDMA_BENCH_DEVICE, GID index $RDMA_BENCH_GID_INDEX"
   beside_log=$(mktemp)
-  echo "-- $(basename "$BESIDE") started; it runs beside the binaries below, its output after theirs"
-  "$BESIDE" --test-threads=2 --color never >"$beside_log" 2>&1 &
+  echo "-- device failures:: started; it runs beside the tests below, its output after theirs"
+  "$DEVICE_BIN" failures:: --test-threads=2 --color never >"$beside_log" 2>&1 &
   beside_pid=$!
-  for b in "$@"; do
-    if [ "$b" = -- ]; then
-      # The v55 prefix carries only the rxe provider: a hardware device runs the v44 set alone.
-      case $RDMA_BENCH_DEVICE in
-        rxe*) label=" (rdma-core v55)"; continue ;;
-        *) echo "-- rdma-core v55 tests skipped: $RDMA_BENCH_DEVICE is not Soft-RoCE (the v55 build has only the rxe provider)"; break ;;
-      esac
-    fi
-    read -r -a cmd <<<"$b"
-    echo "-- $(basename "${cmd[0]}")$label"
-    "${cmd[@]}" --test-threads=2 --color never || rc=1
-  done
-  echo "-- $(basename "$BESIDE") (beside the binaries above)"
+  echo "-- device --skip failures:: ${one[*]}"
+  "$DEVICE_BIN" --skip failures:: "${one[@]}" --test-threads=2 --color never || rc=1
+  # The v55 prefix carries only the rxe provider: a hardware device runs the v44 set alone.
+  case $RDMA_BENCH_DEVICE in
+    rxe*)
+      echo "-- device (rdma-core v55) ${v55[*]}"
+      "$V55_BIN" "${v55[@]}" --test-threads=2 --color never || rc=1 ;;
+    *) echo "-- rdma-core v55 tests skipped: $RDMA_BENCH_DEVICE is not Soft-RoCE (the v55 build has only the rxe provider)" ;;
+  esac
+  echo "-- device failures:: (beside the tests above)"
   wait $beside_pid || rc=1
   cat "$beside_log"
   rm -f "$beside_log"
@@ -234,31 +201,28 @@ GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} BESIDE=$beside \
   echo "-- instruction gate: ours against ib_write_bw, WRITE 32 B, postlist 1 and 16 (callgrind)"
   COMPARE_PARTS=gate COMPARE_BIN="$GATE_BIN" COMPARE_N=22400 COMPARE_GATE="$GATE" \
     bench_scripts/compare-perftest.sh || rc=1
-  exit $rc' device-tests "${bins[@]}" -- "${v55[@]}"
+  exit $rc' device-tests "${ONE_GUEST_SKIP[@]}" -- "${V55_TESTS[@]}"
 
-# on_nodes N LABEL [softroce options] -- BINARIES: every binary on every node of an N-guest testbed.
+# on_nodes N LABEL [softroce options] -- FILTER: the device binary's tests that FILTER selects,
+# one at a time, on every node of an N-guest testbed.
 on_nodes() {
   local nodes=$1 label=$2 opts=()
   shift 2
   while [ "$1" != -- ]; do opts+=("$1"); shift; done
   shift
   bench_scripts/softroce.sh run --nodes "$nodes" "${opts[@]}" --timeout "${STEP_TIMEOUT:-${DEVICE_TEST_TIMEOUT:-900}}" -- bash -c '
-    rc=0
-    for b in "$@"; do
-      echo "-- $(basename "$b") on node $SOFTROCE_NODE"
-      "$b" --test-threads=1 --color never || rc=1
-    done
-    exit $rc' "$label" "$@"
+    echo "-- device $2 on node $SOFTROCE_NODE"
+    "$1" "$2" --test-threads=1 --color never' "$label" "$device_bin" "$1"
 }
 
-step "fabric tests (one Soft-RoCE guest with two NUMA nodes and Soft-iWARP beside rxe0; each binary changes the guest: hugepages, addresses)"
-on_nodes 1 fabric-tests --numa --siw -- "${fabric[@]}"
+step "fabric tests (one Soft-RoCE guest with two NUMA nodes and Soft-iWARP beside rxe0; each test changes the guest: hugepages, addresses)"
+on_nodes 1 fabric-tests --numa --siw -- fabric::
 
 step "two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
-on_nodes 2 twonode-tests -- "${twonode[@]}"
+on_nodes 2 twonode-tests -- twonode::
 
 step "three-node tests (three Soft-RoCE guests on one virtual Ethernet, sshd in each)"
 # Three one-vCPU guests on 2 cores: 7.5 minutes on a quiet host, twice that on a loaded one.
-STEP_TIMEOUT=${DEVICE_TEST_TIMEOUT:-1800} on_nodes 3 multinode-tests --sshd -- "${multinode[@]}"
+STEP_TIMEOUT=${DEVICE_TEST_TIMEOUT:-1800} on_nodes 3 multinode-tests --sshd -- multinode::
 step ""
 echo "== [$(date +%T)] all tests passed"

@@ -216,6 +216,22 @@ pub fn shm_key_exists(key: i32) -> bool {
         .any(|l| l.split_whitespace().next() == Some(&key.to_string()))
 }
 
+/// The SysV segments whose creator is one of `pids` (/proc/sysvipc/shm: key shmid perms size
+/// cpid ...): a test's own, told apart from those of the tests running beside it.
+pub fn segments_made_by(pids: &[u32]) -> Vec<String> {
+    std::fs::read_to_string("/proc/sysvipc/shm")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(4)
+                .is_some_and(|c| pids.iter().any(|p| p.to_string() == c))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 /// One SIGINT to every process (as a terminal sends Ctrl-C to a whole job), then each must exit
 /// 0 within 30 s; returns their outputs in order.
 pub fn interrupt_all(procs: Vec<(Child, &str)>) -> Vec<String> {

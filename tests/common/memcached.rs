@@ -14,32 +14,55 @@ pub struct Memcached {
 }
 
 impl Memcached {
+    /// On a free port. Test processes run side by side (the device binary's failures:: beside
+    /// the rest, the host binary's registry:: beside the others), so a port free when picked may
+    /// be taken by another process's memcached before ours binds it: ours then exits, and the
+    /// one answering is the other test's. Only a memcached that reports our child's pid counts.
     pub fn start() -> Memcached {
-        Memcached::start_on(free_port())
+        for _ in 0..20 {
+            if let Some(m) = Memcached::try_start(free_port()) {
+                return m;
+            }
+        }
+        panic!("memcached did not start on any of 20 free ports");
     }
 
     /// On `port` (e.g. again, after [`Memcached::stop`]).
     pub fn start_on(port: u16) -> Memcached {
+        Memcached::try_start(port)
+            .unwrap_or_else(|| panic!("memcached did not start on port {port} (taken?)"))
+    }
+
+    /// Ours on `port`, serving, or None once it exits or another process's serves there.
+    fn try_start(port: u16) -> Option<Memcached> {
         let mut cmd = Command::new("memcached");
         cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]);
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             cmd.args(["-u", "root"]);
         }
-        let child = cmd
+        let mut child = cmd
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::null())
             .spawn()
             .expect("memcached not installed (bench_scripts/softroce.sh setup installs it)");
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !serves(port) {
+        loop {
+            match serving_pid(port) {
+                Some(pid) if pid == child.id() => return Some(Memcached { child, port }),
+                Some(_) => break,
+                None if child.try_wait().unwrap().is_some() => break,
+                None => {}
+            }
             assert!(
                 Instant::now() < deadline,
                 "memcached did not start on port {port}"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        Memcached { child, port }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
     }
 
     /// Kills it now (an outage); dropping it later does nothing more.
@@ -66,17 +89,23 @@ impl Memcached {
     }
 }
 
-/// True once memcached answers a request on `port`: a listening socket alone is not enough (a
-/// connection accepted that early was once reset under load, failing an unrelated test).
-fn serves(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
+/// The pid of the memcached that answers `stats` on `port`, once one does: a listening socket
+/// alone is not enough (a connection accepted that early was once reset under load, failing an
+/// unrelated test).
+fn serving_pid(port: u16) -> Option<u32> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-    let mut reply = [0u8; 8];
-    s.write_all(b"version\r\n").is_ok()
-        && s.read_exact(&mut reply).is_ok()
-        && reply.starts_with(b"VERSION")
+    s.write_all(b"stats\r\n").ok()?;
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !reply.ends_with(b"END\r\n") {
+        let n = s.read(&mut buf).ok().filter(|&n| n > 0)?;
+        reply.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&reply)
+        .lines()
+        .find_map(|l| l.strip_prefix("STAT pid "))
+        .and_then(|p| p.trim().parse().ok())
 }
 
 /// A port no other test of this process has taken: tests run in parallel, and two servers racing

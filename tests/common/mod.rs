@@ -3,6 +3,15 @@
 
 #![allow(dead_code)]
 
+// The helpers of the device and host test targets (tests/device/main.rs, tests/host/main.rs),
+// each compiled once per target.
+pub mod bench_run;
+pub mod memcached;
+pub mod perftest_pair;
+pub mod swarm;
+pub mod threenode;
+pub mod twonode;
+
 use std::sync::Arc;
 
 use rdma_bench::mem::{HugeBuffer, Placement};

@@ -5,19 +5,20 @@
 
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use super::bench_run::device_args;
 
-/// The registry's port on node 0: one per test binary. The binaries run one after another on
-/// both nodes, and a node that finishes one first must not meet the other node's registry of
-/// the binary before (which goes away under it).
+/// The registry's port on node 0, set by `Registry::start`: one per test. The tests run one
+/// after another on both nodes, and a node that finishes one first must not meet the other
+/// node's registry of the test before (which goes away under it).
+static PORT: AtomicU16 = AtomicU16::new(0);
+
 pub fn port() -> u16 {
-    match env!("CARGO_CRATE_NAME") {
-        "twonode_apps" => 11411,
-        "twonode_faults" => 11412,
-        "twonode_qos" => 11413,
-        other => panic!("{other}: give this two-node test binary its own registry port"),
+    match PORT.load(Ordering::Relaxed) {
+        0 => panic!("no registry: the test starts one with Registry::start(its own port)"),
+        p => p,
     }
 }
 
@@ -65,7 +66,9 @@ pub fn spawn(bin: &str, args: &[&str], secs: &str) -> Child {
 pub struct Registry(Option<Child>);
 
 impl Registry {
-    pub fn start() -> Registry {
+    /// Node 0's registry at port `at` (each test its own) for the rest of the test.
+    pub fn start(at: u16) -> Registry {
+        PORT.store(at, Ordering::Relaxed);
         if node() != 0 {
             // Node 1 waits until node 0's registry answers (its guest may boot later).
             let deadline = Instant::now() + Duration::from_secs(60);

@@ -4,7 +4,7 @@
 //! boot: against the distribution's rdma-core, and again against rdma-core v55 built from source
 //! (bench_scripts/test.sh, bench_scripts/rdma-core-build.sh).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

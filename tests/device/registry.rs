@@ -1,9 +1,8 @@
 //! Two processes connect an RC QP pair purely through the memcached registry and WRITE to each
 //! other — the way every benchmark of the suite starts.
 
-mod common;
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common;
+use crate::common::memcached;
 
 use std::process::Command;
 use std::time::Duration;
@@ -105,7 +104,7 @@ fn two_processes_connect_through_the_registry() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "registry_client_process",
+            "registry::registry_client_process",
             "--ignored",
             "--nocapture",
             "--test-threads=1",

@@ -6,10 +6,8 @@
 //! ibv_reg_mr. Its own binary: it moves the guest's hugepages, which no other test may see
 //! meanwhile.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::bench_run;
+use crate::common::memcached;
 
 use bench_run::{check_counting, check_passive, finish, spawn};
 use memcached::Memcached;

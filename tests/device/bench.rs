@@ -2,15 +2,15 @@
 //! on every counting thread, clean exits, the summary line, a valid JSON summary, and a data check
 //! (--verify). Also: device-dependent refusals, and SIGINT mid-run.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::bench_run;
+use crate::common::memcached;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use bench_run::{check_counting, check_passive, device_args, finish, run_pair, spawn, SECS};
+use bench_run::{
+    check_counting, check_passive, device_args, finish, run_pair, segments_made_by, spawn, SECS,
+};
 use memcached::Memcached;
 
 #[test]
@@ -188,19 +188,14 @@ fn sender_scalability_over_four_client_qps() {
     check_passive(&c, "sender-scalability");
 }
 
-fn shm_segments() -> usize {
-    std::fs::read_to_string("/proc/sysvipc/shm")
-        .map(|s| s.lines().count().saturating_sub(1))
-        .unwrap_or(0)
-}
-
 #[test]
 fn sigint_mid_run_prints_the_summary_and_leaks_nothing() {
-    let before = shm_segments();
     let m = Memcached::start();
     let bin = env!("CARGO_BIN_EXE_rw-tput-sender");
     let mut server = spawn(bin, &m, &["--size", "32"], "600");
     let client = spawn(bin, &m, &["--is-client", "1"], "600");
+    // Its own segments only: other tests' benchmarks run beside this one.
+    let pids = [server.id(), client.id()];
     // Let it measure for a while (its first rate line proves it is running), then interrupt it.
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs(4));
@@ -212,7 +207,8 @@ fn sigint_mid_run_prints_the_summary_and_leaks_nothing() {
     check_counting(&s, "Server", 1, "rw-tput-sender", "WRITE");
     let c = finish(client, "client");
     check_passive(&c, "rw-tput-sender");
-    assert_eq!(shm_segments(), before, "a SysV segment was left behind");
+    let left = segments_made_by(&pids);
+    assert!(left.is_empty(), "SysV segments were left behind: {left:?}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The verbs layer and the hot-path batches on a real device (Soft-RoCE in the testbed): two QPs in
 //! one process, data checked byte for byte.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -9,12 +9,7 @@
 //! on both guests of `softroce.sh run --nodes 2` (bench_scripts/test.sh does); outside that
 //! testbed it fails, never skips.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
-#[path = "common/twonode.rs"]
-mod twonode;
+use crate::common::twonode;
 
 use std::process::Command;
 use std::time::Duration;
@@ -142,7 +137,7 @@ fn lossy_rw(op: &[&str], what: &str) {
 /// lines the nodes up; each node makes its own netem and link changes.
 #[test]
 fn faults_across_two_nodes() {
-    let _reg = Registry::start();
+    let _reg = Registry::start(11412);
 
     // Mixed MTUs: node 0's netdev at 1500 (its rxe port's active MTU 1024), node 1's at 9000
     // (4096). The registry entry carries each end's MTU and the pair connects at the smaller,

@@ -4,9 +4,7 @@
 
 use std::process::Command;
 
-#[path = "cli/exit_codes.rs"]
 mod exit_codes;
-#[path = "cli/perftest_flags.rs"]
 mod perftest_flags;
 
 fn refuse(bin: &str, args: &[&str]) -> (i32, String) {

@@ -11,12 +11,12 @@
 //! stay unflagged is the verdict's unit tests' job (src/tools/fleet/verdict.rs) and, end to
 //! end, node 0 and node 1's pair in the degraded run.
 
-#[path = "common/threenode.rs"]
-mod threenode;
+use crate::common::threenode;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use threenode::{addresses, env, node, ssh, wait_for, SSH};
@@ -266,10 +266,28 @@ fn fleet_across_three_nodes() {
         );
         return;
     }
+    // The busy port answers (accepting, so that the backlog never fills) until both scenarios
+    // are done, and is closed then: the next test of this process must not find the others
+    // still waiting here.
     let busy = TcpListener::bind(("0.0.0.0", BUSY_PORT)).expect("the busy port is free");
-    let accept = busy.try_clone().unwrap();
-    std::thread::spawn(move || for _ in accept.incoming() {});
-    healthy_fleet_flags_nothing(&hosts);
-    degraded_node_is_the_suspect(&hosts);
-    drop(busy);
+    busy.set_nonblocking(true).unwrap();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                if busy.accept().is_err() {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        });
+        // A failed scenario still ends the accepting thread, so that the panic is reported.
+        let ran = std::panic::catch_unwind(|| {
+            healthy_fleet_flags_nothing(&hosts);
+            degraded_node_is_the_suspect(&hosts);
+        });
+        done.store(true, Ordering::Relaxed);
+        if let Err(panic) = ran {
+            std::panic::resume_unwind(panic);
+        }
+    });
 }

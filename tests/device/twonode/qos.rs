@@ -7,12 +7,7 @@
 //! shows on the wire). Runs on both guests of `softroce.sh run --nodes 2` (bench_scripts/test.sh
 //! does); outside that testbed it fails, never skips.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
-#[path = "common/twonode.rs"]
-mod twonode;
+use crate::common::twonode;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -173,7 +168,7 @@ impl Drop for RouteHopLimit {
 
 #[test]
 fn traffic_class_and_hop_limit_on_the_wire() {
-    let _reg = Registry::start();
+    let _reg = Registry::start(11413);
     // DSCP 46 (EF), SL 3: RC WRITEs through the registry path, both sides asking. The TTL is
     // the kernel's (its route's hop limit, 64), whatever the address vector says.
     on_the_wire(

@@ -2,10 +2,8 @@
 //! 0, a rate for every counting thread, the summary line, a valid JSON summary, and the
 //! verification's own line. Then a Ctrl-C in the middle of a three-process run.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::bench_run;
+use crate::common::memcached;
 
 use std::time::Duration;
 

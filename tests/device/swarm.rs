@@ -2,12 +2,9 @@
 //! ranks taken from srun's and mpirun's variables and from a real `mpirun`; a short sweep; a
 //! killed process; a Ctrl-C on one process that ends the whole swarm.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
-#[path = "common/swarm.rs"]
-mod swarm;
+use crate::common::bench_run;
+use crate::common::memcached;
+use crate::common::swarm;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

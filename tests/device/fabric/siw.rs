@@ -3,8 +3,7 @@
 //! (send-bw with perftest's credit exchange);
 //! what iWARP cannot do (QPs moved by hand, UC/UD, atomics) is refused in one line, at once.
 
-#[path = "common/perftest_pair.rs"]
-mod perftest_pair;
+use crate::common::perftest_pair;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -1,12 +1,10 @@
 //! What the perftest comparison relies on, checked on a real device: lazy reaping (a full send
 //! queue that still never overflows, data intact), and one-thread runs staying one-thread
 //! processes (so that glibc keeps rxe's doorbell write() off its cancellation path). The
-//! perftest-compatible tools themselves are tested in device_perf.rs.
+//! perftest-compatible tools themselves are tested in tests/device/perf.rs.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::bench_run;
+use crate::common::memcached;
 
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,7 @@
 //! the fabric boot (bench_scripts/test.sh): it takes the guest's address away, which no other
 //! test may see meanwhile.
 
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::memcached;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -1,9 +1,6 @@
 //! rdma-bench's tools on a real device (Soft-RoCE in the testbed).
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::bench_run;
 
 use std::process::Command;
 

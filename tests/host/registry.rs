@@ -1,7 +1,6 @@
 //! The registry against a real memcached. Host-only: no RDMA needed.
 
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::memcached;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -301,7 +300,12 @@ fn a_killed_owners_entries_expire_and_a_live_owners_do_not() {
     let _turn = watching();
     let m = Memcached::start();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "expiring_child", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "registry::expiring_child",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("RDMA_BENCH_REGISTRY_CHILD", m.addr())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -2,16 +2,14 @@
 //! rates for every client and worker, hit rate after population, JSON), then a Ctrl-C in the
 //! middle of a run: summaries printed, request region gone, no SysV segment left.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::bench_run;
+use crate::common::memcached;
 
 use std::time::Duration;
 
 use bench_run::{
     check_counting, check_herd_store, check_passive, finish_all, interrupt_all,
-    master_workers_clients, shm_key_exists, SECS,
+    master_workers_clients, segments_made_by, shm_key_exists, SECS,
 };
 use memcached::Memcached;
 
@@ -95,7 +93,7 @@ fn herd_sigint_mid_run_prints_summaries_and_leaves_no_segment() {
     let m = Memcached::start();
     let a = args("9502", &["--update-percentage", "50"]);
     let run = master_workers_clients(bin, &m, &a, "2", "600", "600");
-    let pids: Vec<String> = run.iter().map(|(p, _)| p.id().to_string()).collect();
+    let pids: Vec<u32> = run.iter().map(|(p, _)| p.id()).collect();
     std::thread::sleep(Duration::from_secs(3));
     assert!(
         shm_key_exists(9502),
@@ -108,17 +106,7 @@ fn herd_sigint_mid_run_prints_summaries_and_leaves_no_segment() {
     check_passive(&ms, "herd");
     check_herd_store(&w, 0.99);
     assert!(!shm_key_exists(9502), "the request region was left behind");
-    let shm = std::fs::read_to_string("/proc/sysvipc/shm").unwrap_or_default();
-    // Columns: key shmid perms size cpid ...
-    let ours: Vec<&str> = shm
-        .lines()
-        .skip(1)
-        .filter(|l| {
-            l.split_whitespace()
-                .nth(4)
-                .is_some_and(|c| pids.iter().any(|p| p == c))
-        })
-        .collect();
+    let ours = segments_made_by(&pids);
     assert!(
         ours.is_empty(),
         "segments made by this run are left: {ours:?}"

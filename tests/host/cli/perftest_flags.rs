@@ -148,7 +148,7 @@ fn judge(tool: &str, flag: &str) -> Verdict {
 
 #[test]
 fn every_perftest_flag_is_accepted_or_refused_by_name() {
-    let list = include_str!("../data/perftest/flags-4.5.txt");
+    let list = include_str!("../../data/perftest/flags-4.5.txt");
     let pairs: Vec<(&str, &str)> = list
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())

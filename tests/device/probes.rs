@@ -3,11 +3,9 @@
 //! report findings, so the tests check that each finding is reported and consistent, never what
 //! it is (Soft-RoCE is expected to show no violation, but nothing here depends on it).
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-mod common;
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common;
+use crate::common::bench_run;
+use crate::common::memcached;
 
 use std::process::Command;
 

@@ -8,10 +8,8 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-#[path = "common/perftest_pair.rs"]
-mod perftest_pair;
+use crate::common::perftest_pair;
 
-#[path = "device_perf/flags.rs"]
 mod flags;
 
 use perftest_pair::{check_bw, check_lat, env, next_port, table, wait, On, Who, BW_HEADER};

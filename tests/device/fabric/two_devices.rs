@@ -4,8 +4,7 @@
 //! fabric boot (bench_scripts/test.sh): it re-makes the guest's devices so that the DOWN one
 //! lists first, and puts them back after.
 
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::memcached;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

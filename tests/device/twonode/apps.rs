@@ -3,12 +3,8 @@
 //! virtual Ethernet. Runs on both guests of `softroce.sh run --nodes 2` (bench_scripts/test.sh
 //! does); outside that testbed it fails, never skips.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
-#[path = "common/twonode.rs"]
-mod twonode;
+use crate::common::bench_run;
+use crate::common::twonode;
 
 use bench_run::{check_counting, check_herd_store, check_passive, finish};
 use twonode::{node, spawn, Registry};
@@ -17,7 +13,7 @@ use twonode::{node, spawn, Registry};
 /// finished, so node 0 moves on only after node 1 did.
 #[test]
 fn applications_across_two_nodes() {
-    let _reg = Registry::start();
+    let _reg = Registry::start(11411);
     let server_side = node() == 0;
 
     let ss = env!("CARGO_BIN_EXE_ss-sequencer");

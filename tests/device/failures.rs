@@ -3,10 +3,8 @@
 //! apart, and a peer killed mid-run is reported (RC, UC, UD) within a bound with a non-zero exit
 //! and what was measured before.
 
-#[path = "common/bench_run.rs"]
-mod bench_run;
-#[path = "common/memcached.rs"]
-mod memcached;
+use crate::common::bench_run;
+use crate::common::memcached;
 
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};

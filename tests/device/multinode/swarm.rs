@@ -5,10 +5,8 @@
 //! host's process is killed. Runs on every node (bench_scripts/test.sh does); outside that
 //! testbed it fails, never skips.
 
-#[path = "common/swarm.rs"]
-mod swarm;
-#[path = "common/threenode.rs"]
-mod threenode;
+use crate::common::swarm;
+use crate::common::threenode;
 
 use std::io::Read;
 use std::net::TcpStream;
