@@ -6,6 +6,7 @@
 use std::process::{Child, Command, Output, Stdio};
 
 use super::memcached::Memcached;
+use super::stdout::read_stdout_until;
 
 /// Seconds a counting side runs.
 pub const SECS: &str = "3";
@@ -214,6 +215,32 @@ pub fn shm_key_exists(key: i32) -> bool {
         .lines()
         .skip(1)
         .any(|l| l.split_whitespace().next() == Some(&key.to_string()))
+}
+
+/// Reads `c`'s stdout until every one of `prefixes` (e.g. "main: Client 0: ") has begun a rate
+/// line (one ending in " IOPS": the proof that it is measuring), 60 s at most, and returns what
+/// it read, for the caller to put in front of the rest of the output. A fixed wait from the
+/// start, or from the registry's ready markers, was too short on a busy guest: the process was
+/// stopped before it had measured an interval.
+pub fn read_to_first_rates(c: &mut Child, prefixes: &[&str]) -> String {
+    let mut missing: Vec<&str> = prefixes.to_vec();
+    read_stdout_until(c, &format!("rate lines for {prefixes:?}"), |l| {
+        missing.retain(|p| !(l.starts_with(p) && l.trim_end().ends_with(" IOPS")));
+        missing.is_empty()
+    })
+}
+
+/// Waits (60 s at most) for a SysV segment with `key` to exist: polled, since a busy guest once
+/// took more than a fixed 3 s to start the process that makes it.
+pub fn wait_for_segment(key: i32) {
+    let t0 = std::time::Instant::now();
+    while !shm_key_exists(key) {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "no SysV segment with key {key} was made within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// The SysV segments whose creator is one of `pids` (/proc/sysvipc/shm: key shmid perms size

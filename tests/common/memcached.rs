@@ -87,6 +87,43 @@ impl Memcached {
             && s.read_exact(&mut reply).is_ok()
             && &reply == b"VALUE"
     }
+
+    /// Waits until every one of `names` is marked ready in the registry (a connected side after
+    /// its rendezvous, a UD side once announced), then `settle` more: the proof that a run is
+    /// measuring, where a fixed wait from the processes' start was too short on a busy guest.
+    pub fn wait_ready(&self, names: &[&str], settle: Duration) {
+        let prefix = rdma_bench::registry::READY_PREFIX;
+        let t0 = Instant::now();
+        while !names.iter().all(|n| self.has(&format!("{prefix}{n}"))) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{names:?} were not all ready in the registry within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(settle);
+    }
+
+    /// Removes `key`; false when there was no such key.
+    pub fn delete(&self, key: &str) -> bool {
+        self.command(&format!("delete {key}\r\n"), b"DELETED")
+    }
+
+    /// Makes `key` expire in `secs` from now, its value untouched (memcached's `touch`); false
+    /// when there is no such key.
+    pub fn touch(&self, key: &str, secs: u32) -> bool {
+        self.command(&format!("touch {key} {secs}\r\n"), b"TOUCHED")
+    }
+
+    /// Sends one command line; true when the answer starts with `ok`.
+    fn command(&self, line: &str, ok: &[u8]) -> bool {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+        let mut reply = vec![0u8; ok.len()];
+        s.write_all(line.as_bytes()).is_ok() && s.read_exact(&mut reply).is_ok() && reply == ok
+    }
 }
 
 /// The pid of the memcached that answers `stats` on `port`, once one does: a listening socket

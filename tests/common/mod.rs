@@ -8,6 +8,7 @@
 pub mod bench_run;
 pub mod memcached;
 pub mod perftest_pair;
+pub mod stdout;
 pub mod swarm;
 pub mod threenode;
 pub mod twonode;

@@ -5,11 +5,9 @@
 use crate::common::bench_run;
 use crate::common::memcached;
 
-use std::time::Duration;
-
 use bench_run::{
     check_counting, check_passive, finish_all, interrupt_all, master_workers_clients,
-    shm_key_exists, spawn, with, SECS,
+    read_to_first_rates, shm_key_exists, spawn, wait_for_segment, with, SECS,
 };
 use memcached::Memcached;
 
@@ -233,15 +231,13 @@ fn sigint_mid_run_stops_all_three_and_removes_the_region() {
         "--verify",
         "1",
     ];
-    let run = master_workers_clients(bin, &m, &a, "1", "600", "600");
-    std::thread::sleep(Duration::from_secs(3));
-    assert!(
-        shm_key_exists(9305),
-        "the master made no SysV segment with key 9305"
-    );
-    // Running: wait for the client's connection (its first rates), then interrupt everyone.
-    std::thread::sleep(Duration::from_secs(5));
+    let mut run = master_workers_clients(bin, &m, &a, "1", "600", "600");
+    wait_for_segment(9305);
+    // Running: the client's and the worker's first rates, then interrupt everyone.
+    let c_head = read_to_first_rates(&mut run[0].0, &["main: Client 0: "]);
+    let w_head = read_to_first_rates(&mut run[1].0, &["main: Worker 0: "]);
     let [c, w, ms]: [String; 3] = interrupt_all(run).try_into().unwrap();
+    let (c, w) = (c_head + &c, w_head + &w);
     check_counting(&c, "Client", 1, "ws-sequencer", "WRITE");
     check_counting(&w, "Worker", 1, "ws-sequencer", "SEND");
     check_passive(&ms, "ws-sequencer");

@@ -9,7 +9,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bench_run::{
-    check_counting, check_passive, device_args, finish, run_pair, segments_made_by, spawn, SECS,
+    check_counting, check_passive, device_args, finish, read_to_first_rates, run_pair,
+    segments_made_by, spawn, SECS,
 };
 use memcached::Memcached;
 
@@ -198,11 +199,11 @@ fn sigint_mid_run_prints_the_summary_and_leaks_nothing() {
     let pids = [server.id(), client.id()];
     // Let it measure for a while (its first rate line proves it is running), then interrupt it.
     let started = Instant::now();
-    std::thread::sleep(Duration::from_secs(4));
+    let head = read_to_first_rates(&mut server, &["main: Server 0: "]);
     assert!(server.try_wait().unwrap().is_none(), "server ended early");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(server.id() as i32, libc::SIGINT) };
-    let s = finish(server, "interrupted server");
+    let s = head + &finish(server, "interrupted server");
     assert!(started.elapsed() < Duration::from_secs(60));
     check_counting(&s, "Server", 1, "rw-tput-sender", "WRITE");
     let c = finish(client, "client");

@@ -83,7 +83,16 @@ fn check_failed(out: &str, code: i32, status: ExitStatus, err: &str) {
 /// A pair that ran and was killed with -9 on both sides: its entries stay behind (until they
 /// expire). Killed once both have published their entries and a second more: a fixed wait
 /// was once too short on a busy guest, and the new run then found no entry at all.
+///
+/// A killed run's entry outlives it by ENTRY_TTL_S (6 s) at most, and a new process on a busy
+/// guest once took longer than that to reach the registry: it then found no entry, not a stale
+/// one. The dead entries are given 30 s (`touch`, their content untouched), so that what the
+/// new run meets is always what it would meet within the 6 s: a heartbeat that stands still.
 fn killed_pair(m: &Memcached) {
+    // The last pair's kept entries go first: the wait below is for this pair's.
+    for key in ["server-0", "client-0"] {
+        m.delete(key);
+    }
     let mut s = start(RW, m, &["--duration", "600"]);
     let mut c = start(RW, m, &["--is-client", "1", "--duration", "600"]);
     let t0 = Instant::now();
@@ -98,6 +107,12 @@ fn killed_pair(m: &Memcached) {
     assert!(s.try_wait().unwrap().is_none() && c.try_wait().unwrap().is_none());
     kill9(&mut s);
     kill9(&mut c);
+    for key in ["server-0", "client-0"] {
+        assert!(
+            m.touch(key, 30),
+            "{key}'s entry expired before the test could keep it"
+        );
+    }
 }
 
 #[test]
@@ -291,8 +306,18 @@ fn run_names_keep_two_pairs_on_one_registry_apart() {
 
 /// Kills the `victim` (-9) once the survivor has measured for a while; the survivor must report
 /// the lost peer within `bound`, exit 3, and print what it measured before.
-fn survivor_reports(survivor: Child, mut victim: Child, bound: Duration, peer: &str) {
-    std::thread::sleep(Duration::from_secs(4));
+///
+/// The pair measures for 3 s from the moment both are ready, not from their start: a fixed 4 s
+/// from the start was once too short on a busy guest, the victim died before the pair connected,
+/// and the survivor then waited out the registry's expiry instead.
+fn survivor_reports(
+    m: &Memcached,
+    survivor: Child,
+    mut victim: Child,
+    bound: Duration,
+    peer: &str,
+) {
+    m.wait_ready(&["server-0", "client-0"], Duration::from_secs(3));
     kill9(&mut victim);
     let (st, took, out, err) = ended(survivor, bound + Duration::from_secs(20));
     assert!(took < bound, "took {took:?}:\n{out}\n{err}");
@@ -317,7 +342,7 @@ fn a_killed_rc_server_is_reported_by_its_client() {
     let m = Memcached::start();
     let s = start(RW, &m, &LONG);
     let c = start(RW, &m, &CLIENT);
-    survivor_reports(s, c, Duration::from_secs(15), "client-0");
+    survivor_reports(&m, s, c, Duration::from_secs(15), "client-0");
 }
 
 /// RC, the active side dies: the passive side sees its entry expire and stay away for the grace
@@ -328,7 +353,7 @@ fn a_killed_rc_client_is_reported_by_its_server() {
     let s = start(RW, &m, &LONG);
     let c = start(RW, &m, &CLIENT);
     std::thread::sleep(Duration::from_millis(500));
-    survivor_reports(c, s, BY_REGISTRY, "server-0");
+    survivor_reports(&m, c, s, BY_REGISTRY, "server-0");
 }
 
 /// UC: no ACK ever fails; the entry's expiry tells.
@@ -341,7 +366,7 @@ fn a_killed_uc_peer_is_reported_by_its_entry() {
         &m,
         &["--use-uc", "1", "--is-client", "1", "--duration", "600"],
     );
-    survivor_reports(s, c, BY_REGISTRY, "client-0");
+    survivor_reports(&m, s, c, BY_REGISTRY, "client-0");
 }
 
 /// UD: the sender's receiver dies.
@@ -353,7 +378,7 @@ fn a_killed_ud_receiver_is_reported_by_its_sender() {
     let c = start(ud, &m, &CLIENT);
     std::thread::sleep(Duration::from_millis(10));
     assert!(s.try_wait().unwrap().is_none());
-    survivor_reports(s, c, BY_REGISTRY, "client-0");
+    survivor_reports(&m, s, c, BY_REGISTRY, "client-0");
 }
 
 /// UD: the sender dies; its receiver sees its entry expire.
@@ -363,7 +388,7 @@ fn a_killed_ud_sender_is_reported_by_its_receiver() {
     let ud = env!("CARGO_BIN_EXE_ud-sender");
     let c = start(ud, &m, &CLIENT);
     let s = start(ud, &m, &LONG);
-    survivor_reports(c, s, BY_REGISTRY, "server-0");
+    survivor_reports(&m, c, s, BY_REGISTRY, "server-0");
 }
 
 /// A server told to expect two clients sees one: stopped as run-local.sh stops it once the

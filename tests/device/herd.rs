@@ -5,11 +5,10 @@
 use crate::common::bench_run;
 use crate::common::memcached;
 
-use std::time::Duration;
-
 use bench_run::{
     check_counting, check_herd_store, check_passive, finish_all, interrupt_all,
-    master_workers_clients, segments_made_by, shm_key_exists, SECS,
+    master_workers_clients, read_to_first_rates, segments_made_by, shm_key_exists,
+    wait_for_segment, SECS,
 };
 use memcached::Memcached;
 
@@ -92,15 +91,14 @@ fn herd_sigint_mid_run_prints_summaries_and_leaves_no_segment() {
     let bin = env!("CARGO_BIN_EXE_herd");
     let m = Memcached::start();
     let a = args("9502", &["--update-percentage", "50"]);
-    let run = master_workers_clients(bin, &m, &a, "2", "600", "600");
+    let mut run = master_workers_clients(bin, &m, &a, "2", "600", "600");
     let pids: Vec<u32> = run.iter().map(|(p, _)| p.id()).collect();
-    std::thread::sleep(Duration::from_secs(3));
-    assert!(
-        shm_key_exists(9502),
-        "the master made no segment with key 9502"
-    );
-    std::thread::sleep(Duration::from_secs(5));
+    wait_for_segment(9502);
+    // Running: every client's and worker's first rates, then interrupt everyone.
+    let c_head = read_to_first_rates(&mut run[0].0, &["main: Client 0: ", "main: Client 1: "]);
+    let w_head = read_to_first_rates(&mut run[1].0, &["main: Worker 0: ", "main: Worker 1: "]);
     let [c, w, ms]: [String; 3] = interrupt_all(run).try_into().unwrap();
+    let (c, w) = (c_head + &c, w_head + &w);
     check_counting(&c, "Client", 2, "herd", "WRITE");
     check_counting(&w, "Worker", 2, "herd", "SEND");
     check_passive(&ms, "herd");

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::perftest_pair;
+use crate::common::stdout::read_stdout_until;
 
 mod flags;
 
@@ -529,17 +530,25 @@ fn an_old_peer_is_refused_by_version() {
 
 /// Runs a `tool` pair of ours and interrupts the client after `after`; the client must exit
 /// 130 and the server 0. Returns the client's and the server's tables.
-fn interrupted(tool: &str, args: &[&str], after: Duration) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+fn interrupted(tool: &str, args: &[&str], stop: StopAt) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
     let port = next_port();
     let s = command(Who::Ours, tool, args, port, None).spawn().unwrap();
     let ip = env("RDMA_BENCH_IP");
-    let c = command(Who::Ours, tool, args, port, Some(&ip))
+    let mut c = command(Who::Ours, tool, args, port, Some(&ip))
         .spawn()
         .unwrap();
-    std::thread::sleep(after);
+    let head = match stop {
+        StopAt::Rows(n) => read_to_rows(&mut c, n),
+        StopAt::HeaderThen(t) => {
+            let head = read_stdout_until(&mut c, "the BW header", |l| l.trim_end() == BW_HEADER);
+            std::thread::sleep(t);
+            head
+        }
+    };
     // SAFETY: kill(2) on our own child's pid; `timeout` forwards the signal to the tool.
     unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
-    let (c, s) = (wait(c), wait(s));
+    let (mut c, s) = (wait(c), wait(s));
+    c.out = head + &c.out;
     assert_eq!(c.code, 130, "{}{}", c.out, c.err);
     assert_eq!(s.code, 0, "{}{}", s.out, s.err);
     let (cr, sr) = (table(&c.out, BW_HEADER), table(&s.out, BW_HEADER));
@@ -547,9 +556,36 @@ fn interrupted(tool: &str, args: &[&str], after: Duration) -> (Vec<Vec<f64>>, Ve
     (cr, sr)
 }
 
+/// When [`interrupted`] sends its SIGINT.
+enum StopAt {
+    /// Once the client has printed this many rows (runs that print one per window).
+    Rows(usize),
+    /// This long after the client has printed the header, i.e. connected (runs that print no row
+    /// before their end).
+    HeaderThen(Duration),
+}
+
+/// Reads `c`'s stdout up to its `n`th row under the BW header; returns what it read.
+fn read_to_rows(c: &mut std::process::Child, n: usize) -> String {
+    let (mut in_table, mut rows) = (false, 0);
+    read_stdout_until(c, &format!("{n} rows"), |l| {
+        let l = l.trim_end_matches('\n');
+        if l == BW_HEADER {
+            in_table = true;
+        } else if in_table
+            && l.split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<f64>().is_ok())
+        {
+            rows += 1;
+        }
+        rows >= n
+    })
+}
+
 /// A write-bw pair interrupted: the server prints the client's last row.
-fn interrupted_pair(args: &[&str], after: Duration) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
-    let (cr, sr) = interrupted("write-bw", args, after);
+fn interrupted_pair(args: &[&str], stop: StopAt) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let (cr, sr) = interrupted("write-bw", args, stop);
     assert_eq!(sr.len(), 1, "{sr:?}");
     assert_eq!(sr[0][1], cr.last().unwrap()[1], "{sr:?}\n{cr:?}");
     (cr, sr)
@@ -560,7 +596,7 @@ fn interrupted_pair(args: &[&str], after: Duration) -> (Vec<Vec<f64>>, Vec<Vec<f
 #[test]
 fn an_interrupted_run_still_reports() {
     let args = ["-s", "64", "-n", "100000000", "-N"];
-    let (cr, _) = interrupted_pair(&args, Duration::from_secs(4));
+    let (cr, _) = interrupted_pair(&args, StopAt::HeaderThen(Duration::from_secs(2)));
     assert_eq!(cr.len(), 1, "{cr:?}");
     assert!(cr[0][1] > 0.0 && cr[0][1] < 1e8 && cr[0][3] > 0.0, "{cr:?}");
 }
@@ -570,24 +606,27 @@ fn an_interrupted_run_still_reports() {
 #[test]
 fn run_infinitely_reports_every_window_until_stopped() {
     let args = ["-s", "64", "--run_infinitely", "-D", "1"];
-    let (cr, _) = interrupted_pair(&args, Duration::from_millis(4500));
-    let (scr, ssr) = interrupted("send-bw", &args, Duration::from_millis(4500));
+    let (cr, _) = interrupted_pair(&args, StopAt::Rows(2));
+    let (scr, ssr) = interrupted("send-bw", &args, StopAt::Rows(2));
     // -b: both sides post and print their own direction per window, until both are stopped.
     let port = next_port();
     let bargs = ["-s", "64", "-b", "--run_infinitely", "-D", "1"];
-    let srv = command(Who::Ours, "write-bw", &bargs, port, None)
+    let mut srv = command(Who::Ours, "write-bw", &bargs, port, None)
         .spawn()
         .unwrap();
     let ip = env("RDMA_BENCH_IP");
-    let cli = command(Who::Ours, "write-bw", &bargs, port, Some(&ip))
+    let mut cli = command(Who::Ours, "write-bw", &bargs, port, Some(&ip))
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(4500));
+    let heads = [read_to_rows(&mut cli, 2), read_to_rows(&mut srv, 2)];
     for pid in [cli.id(), srv.id()] {
         // SAFETY: kill(2) on our own child's pid; `timeout` forwards the signal to the tool.
         unsafe { libc::kill(pid as i32, libc::SIGINT) };
     }
-    let (bc, bs) = (wait(cli), wait(srv));
+    let (mut bc, mut bs) = (wait(cli), wait(srv));
+    let [hc, hs] = heads;
+    bc.out = hc + &bc.out;
+    bs.out = hs + &bs.out;
     let mut both = Vec::new();
     for r in [&bc, &bs] {
         assert_eq!(r.code, 130, "{}{}", r.out, r.err);
