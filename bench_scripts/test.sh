@@ -172,7 +172,7 @@ step "device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
 # the one-guest filters of the device binary, then after "--" those of its v55 build, run in the
 # same boot. failures:: (mostly waiting out registry entries' expiry: ~25 s of CPU in ~85 s)
 # runs in a process beside the others, its output printed after theirs.
-GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} DEVICE_BIN=$device_bin V55_BIN=$v55_bin \
+GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} THREADS=${DEVICE_TEST_THREADS:-3} DEVICE_BIN=$device_bin V55_BIN=$v55_bin \
   bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-1500}" -- bash -c '
   rc=0 one=() v55=()
   while [ "$1" != -- ]; do one+=("$1"); shift; done
@@ -184,7 +184,7 @@ GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} DEVICE_BIN=$device_bin V55_BI
   "$DEVICE_BIN" failures:: --test-threads=2 --color never >"$beside_log" 2>&1 &
   beside_pid=$!
   echo "-- device --skip failures:: ${one[*]}"
-  "$DEVICE_BIN" --skip failures:: "${one[@]}" --test-threads=2 --color never || rc=1
+  "$DEVICE_BIN" --skip failures:: "${one[@]}" --test-threads="$THREADS" --color never || rc=1
   # The v55 prefix carries only the rxe provider: a hardware device runs the v44 set alone.
   case $RDMA_BENCH_DEVICE in
     rxe*)
