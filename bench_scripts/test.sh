@@ -170,8 +170,8 @@ registry_result
 step "device tests (on ${SOFTROCE_VM:+forced }Soft-RoCE or the host's device)"
 # Each run prints libtest's own "test result:" line; any failure fails the run. The arguments:
 # the one-guest filters of the device binary, then after "--" those of its v55 build, run in the
-# same boot. failures:: (mostly waiting out registry entries' expiry: ~25 s of CPU in ~85 s)
-# runs in a process beside the others, its output printed after theirs.
+# same boot. failures:: (mostly waiting out registry entries' expiry: ~25 s of CPU in ~95 s) and
+# then the v55 set (~115 s) run in a process beside the main set (~340 s at three threads).
 GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} THREADS=${DEVICE_TEST_THREADS:-3} DEVICE_BIN=$device_bin V55_BIN=$v55_bin \
   bench_scripts/softroce.sh run --timeout "${DEVICE_TEST_TIMEOUT:-1500}" -- bash -c '
   rc=0 one=() v55=()
@@ -179,20 +179,25 @@ GATE_BIN=$here/target/ci GATE=${INSTR_GATE_PCT:-5} THREADS=${DEVICE_TEST_THREADS
   shift
   v55=("$@")
   echo "device: $RDMA_BENCH_DEVICE, GID index $RDMA_BENCH_GID_INDEX"
+  # Beside the main set, one after the other: failures:: (mostly waiting out registry entries),
+  # then the v55 set. The v55 prefix carries only the rxe provider: a hardware device runs the
+  # v44 set alone.
   beside_log=$(mktemp)
-  echo "-- device failures:: started; it runs beside the tests below, its output after theirs"
-  "$DEVICE_BIN" failures:: --test-threads=2 --color never >"$beside_log" 2>&1 &
+  echo "-- device failures::, then the rdma-core v55 set, started; they run beside the tests below, their output after theirs"
+  (
+    echo "-- device failures:: (beside the main set)"
+    "$DEVICE_BIN" failures:: --test-threads=2 --color never || brc=1
+    case $RDMA_BENCH_DEVICE in
+      rxe*)
+        echo "-- device (rdma-core v55) ${v55[*]} (beside the main set)"
+        "$V55_BIN" "${v55[@]}" --test-threads=2 --color never || brc=1 ;;
+      *) echo "-- rdma-core v55 tests skipped: $RDMA_BENCH_DEVICE is not Soft-RoCE (the v55 build has only the rxe provider)" ;;
+    esac
+    exit ${brc:-0}
+  ) >"$beside_log" 2>&1 &
   beside_pid=$!
   echo "-- device --skip failures:: ${one[*]}"
   "$DEVICE_BIN" --skip failures:: "${one[@]}" --test-threads="$THREADS" --color never || rc=1
-  # The v55 prefix carries only the rxe provider: a hardware device runs the v44 set alone.
-  case $RDMA_BENCH_DEVICE in
-    rxe*)
-      echo "-- device (rdma-core v55) ${v55[*]}"
-      "$V55_BIN" "${v55[@]}" --test-threads=2 --color never || rc=1 ;;
-    *) echo "-- rdma-core v55 tests skipped: $RDMA_BENCH_DEVICE is not Soft-RoCE (the v55 build has only the rxe provider)" ;;
-  esac
-  echo "-- device failures:: (beside the tests above)"
   wait $beside_pid || rc=1
   cat "$beside_log"
   rm -f "$beside_log"
