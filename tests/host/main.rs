@@ -10,6 +10,7 @@ mod cli;
 mod history;
 mod kv_bench;
 mod registry;
+mod sys_layer;
 mod tools_compare;
 mod tools_plot;
 mod tools_sweep;
