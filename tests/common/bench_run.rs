@@ -233,14 +233,10 @@ pub fn read_to_first_rates(c: &mut Child, prefixes: &[&str]) -> String {
 /// Waits (60 s at most) for a SysV segment with `key` to exist: polled, since a busy guest once
 /// took more than a fixed 3 s to start the process that makes it.
 pub fn wait_for_segment(key: i32) {
-    let t0 = std::time::Instant::now();
-    while !shm_key_exists(key) {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(60),
-            "no SysV segment with key {key} was made within 60 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let what = format!("a SysV segment with key {key}");
+    super::wait_for(std::time::Duration::from_secs(60), &what, || {
+        shm_key_exists(key)
+    });
 }
 
 /// The SysV segments whose creator is one of `pids` (/proc/sysvipc/shm: key shmid perms size

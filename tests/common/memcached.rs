@@ -78,14 +78,7 @@ impl Memcached {
     /// True when it holds `key` (a registry entry, once its process has published it).
     #[allow(dead_code)] // not every test binary that starts a memcached reads it
     pub fn has(&self, key: &str) -> bool {
-        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-        let mut reply = [0u8; 5];
-        s.write_all(format!("get {key}\r\n").as_bytes()).is_ok()
-            && s.read_exact(&mut reply).is_ok()
-            && &reply == b"VALUE"
+        self.command(&format!("get {key}\r\n"), b"VALUE")
     }
 
     /// Waits until every one of `names` is marked ready in the registry (a connected side after
@@ -93,14 +86,10 @@ impl Memcached {
     /// measuring, where a fixed wait from the processes' start was too short on a busy guest.
     pub fn wait_ready(&self, names: &[&str], settle: Duration) {
         let prefix = rdma_bench::registry::READY_PREFIX;
-        let t0 = Instant::now();
-        while !names.iter().all(|n| self.has(&format!("{prefix}{n}"))) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "{names:?} were not all ready in the registry within 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let what = format!("{names:?} all ready in the registry");
+        super::wait_for(Duration::from_secs(60), &what, || {
+            names.iter().all(|n| self.has(&format!("{prefix}{n}")))
+        });
         std::thread::sleep(settle);
     }
 

@@ -14,11 +14,21 @@ pub mod threenode;
 pub mod twonode;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rdma_bench::mem::{HugeBuffer, Placement};
 use rdma_bench::verbs::{
     Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpType, QueuePair,
 };
+
+/// Polls `cond` (every 100 ms) until it holds; fails after `bound`.
+pub fn wait_for(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + bound;
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
 
 /// The device port named by RDMA_BENCH_DEVICE / RDMA_BENCH_GID_INDEX (set by softroce.sh run).
 pub fn port() -> Port {

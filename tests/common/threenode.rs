@@ -5,8 +5,6 @@
 
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
-
 /// The testbed's size.
 pub const NODES: usize = 3;
 
@@ -48,13 +46,4 @@ pub fn ssh(seconds: u32, host: &str, command: &str) -> std::process::Command {
         .args(SSH.split_whitespace())
         .args([host, command]);
     c
-}
-
-/// Polls `cond` until it holds; fails after `bound`.
-pub fn wait_for(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + bound;
-    while !cond() {
-        assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }

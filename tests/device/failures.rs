@@ -95,14 +95,9 @@ fn killed_pair(m: &Memcached) {
     }
     let mut s = start(RW, m, &["--duration", "600"]);
     let mut c = start(RW, m, &["--is-client", "1", "--duration", "600"]);
-    let t0 = Instant::now();
-    while !(m.has("server-0") && m.has("client-0")) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "the pair did not publish its entries within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    crate::common::wait_for(Duration::from_secs(60), "the pair's two entries", || {
+        m.has("server-0") && m.has("client-0")
+    });
     std::thread::sleep(Duration::from_secs(1));
     assert!(s.try_wait().unwrap().is_none() && c.try_wait().unwrap().is_none());
     kill9(&mut s);

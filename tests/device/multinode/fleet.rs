@@ -19,7 +19,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use threenode::{addresses, env, node, ssh, wait_for, SSH};
+use crate::common::wait_for;
+use threenode::{addresses, env, node, ssh, SSH};
 
 const TOOL: &str = env!("CARGO_BIN_EXE_rdma-bench");
 /// Node 0 listens here while it drives the fleet: the other nodes stay up until it closes.

@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::wait_for;
 use swarm::check_machine;
-use threenode::{addresses, env, node, ssh, wait_for, NODES, SSH};
+use threenode::{addresses, env, node, ssh, NODES, SSH};
 
 /// The test registry's port on node 0 (run-all.sh starts its own on another).
 const PORT: u16 = 11511;
