@@ -101,12 +101,24 @@ ours() {
   python3 -c 'import json,sys; print(json.loads(sys.argv[1])["mops"])' "$line"
 }
 
+# wait_listening PORT: until a server listens on PORT (at most 60 s): a guest busy with other
+# tests can take longer than a second to start one, and a client that finds no server fails.
+wait_listening() {
+  local i
+  for i in $(seq 600); do
+    ss -Hltn "sport = :$1" | grep -q . && return 0
+    sleep 0.1
+  done
+  echo "compare-perftest.sh: no server listens on port $1 after 60 s" >&2
+  return 1
+}
+
 # perftest TOOL POSTLIST CQMOD [extra...] -> Mpps (duration D)
 perftest() {
   local tool=$1 l=$2 q=$3; shift 3
   timeout 120 $tool "${pt[@]}" -s 32 -l "$l" -Q "$q" -t 128 -D "$D" "$@" >/dev/null 2>&1 &
   local s=$!
-  sleep 1
+  wait_listening "${pt_port[1]:-18515}"
   timeout 120 $tool "${pt[@]}" -s 32 -l "$l" -Q "$q" -t 128 -D "$D" "$@" 127.0.0.1 2>/dev/null |
     awk '/^ *32 +[0-9]+ /{print $5}'
   wait $s || true
@@ -179,7 +191,7 @@ tool_run() {
   [ -n "$gid" ] && x=(-x "$gid")
   timeout 300 "${cmd[@]}" -d "$dev" "${x[@]}" -p "$port" "$@" >/dev/null 2>&1 &
   local s=$!
-  sleep 1
+  wait_listening "$port"
   timeout 300 "${cmd[@]}" -d "$dev" "${x[@]}" -p "$port" "$@" 127.0.0.1 2>/dev/null |
     awk -v c="$col" '/^ *[0-9]+ +[0-9]+ /{v=$c} END{print v}'
   wait $s || true
@@ -216,13 +228,13 @@ ours_ir() { # postlist unsig iters [extra flags] -> rw-tput-sender's loop Ir
     "${inline[@]}" "${@:4}" >"$out/ours$lane.log" 2>&1 ||
     failed "rw-tput-sender --postlist $1 --iters $3 ${*:4}" "$out/ours$lane.log"
   wait $c || true
-  loop_ir "$out/cg.ours$lane" --name '*Meter::pump*'
+  loop_ir "$out/cg.ours$lane" --name '*Meter::pump*' --minus '*Meter::attend*'
 }
 perftest_ir() { # postlist cqmod iters [extra flags] -> ib_write_bw's loop Ir
   timeout 900 ib_write_bw "${pt[@]}" "${pt_port[@]}" -s 32 -l "$1" -Q "$2" -t 128 -I 60 -n "$3" "${@:4}" \
     >/dev/null 2>&1 &
   local s=$!
-  sleep 1
+  wait_listening "${pt_port[1]:-18515}"
   valgrind --tool=callgrind --callgrind-out-file="$out/cg.perftest$lane" ib_write_bw "${pt[@]}" "${pt_port[@]}" \
     -s 32 -l "$1" -Q "$2" -t 128 -I 60 -n "$3" "${@:4}" 127.0.0.1 >"$out/perftest$lane.log" 2>&1 ||
     failed "ib_write_bw -l $1 -Q $2 -n $3 ${*:4}" "$out/perftest$lane.log"
@@ -262,7 +274,7 @@ tool_ir() { # impl postlist iters [extra flags, both sides] -> the client's loop
   [ -n "$gid" ] && x=(-x "$gid")
   timeout 900 "${cmd[@]}" -d "$dev" "${x[@]}" -p "$port" -s 32 -l "$2" -n "$3" "${@:4}" >/dev/null 2>&1 &
   local s=$!
-  sleep 1
+  wait_listening "$port"
   valgrind --tool=callgrind --callgrind-out-file="$out/cg.tool.$1$lane" "${cmd[@]}" -d "$dev" "${x[@]}" \
     -p "$port" -s 32 -l "$2" -n "$3" "${@:4}" 127.0.0.1 >"$out/tool$lane.log" 2>&1 ||
     failed "${cmd[*]} -l $2 -n $3 ${*:4}" "$out/tool$lane.log"
@@ -286,7 +298,7 @@ fi
 gate_lane() { # postlist -> "perftest rw-tput-sender write-bw" loop counts, then each run's seconds
   local l=$1 q t0 t1 t2 p r w
   q=$([ "$l" = 1 ] && echo 64 || echo 16)
-  lane=.l$l run=(--run-name "gate-l$l") pt_port=(-p $((18600 + l)))
+  lane=.l$l run=(--run-name "gate-l$l") pt_port=(-p $((19600 + l)))
   t0=$SECONDS; p=$(perftest_ir "$l" "$q" "$N" --use_old_post_send)
   t1=$SECONDS; r=$(ours_ir "$l" "$q" "$N" --reap lazy)
   t2=$SECONDS; w=$(tool_ir ours "$l" "$N" -Q "$q" -t 128 -I 60 --use_old_post_send)
