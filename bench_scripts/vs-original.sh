@@ -45,9 +45,12 @@
 #
 # --store: the key-value store alone, on this host (no RDMA device, no testbed): SRC_DIR's mica/
 # and libhrd/ are copied to target/vs-original/store-src, patched there with
-# bench_scripts/original-store.patch (sizes, passes and a mixed or HERD workload from the
-# environment, the timed loop in a function of its own, one line per pass; see its header) and
-# built with mica/Makefile (the original's flags but -Werror); then REPS (8) alternated pairs per
+# bench_scripts/original-store.patch (passes and a mixed or HERD workload from the environment,
+# the timed loop in a function of its own, one line per pass; see its header) and built with
+# mica/Makefile (the original's flags but -Werror), the sizes compile-time constants as in the
+# original: one binary per batch size at the full size (-D TEST_BATCH_SIZE) and one per batch
+# size at 1/CG_SCALE of the sizes for callgrind (-D TEST_NUM_KEYS, TEST_NUM_BKTS, TEST_LOG_CAP);
+# then REPS (8) alternated pairs per
 # workload of the original's mica/test.c and `rdma-bench kv-bench`, both pinned with taskset to
 # CPU STORE_CPU (the last one), PASSES (6) passes a run, stores on 2 MiB hugepages (reserve 576
 # first: echo 576 > /proc/sys/vm/nr_hugepages); instructions per op by callgrind on the timed loop

@@ -71,16 +71,32 @@ store_main() {
 
   local out=$root/target/vs-original
   local tree=$out/store-src logs=$out/store-logs
-  local cbin=$tree/mica/test rb=$root/target/release/rdma-bench
+  local rb=$root/target/release/rdma-bench
+  # callgrind counts a store of 1/CG_SCALE of the sizes (same load)
+  local keys=$((8 * 1024 * 1024 / scale)) bkts=$((2 * 1024 * 1024 / scale)) logb=$((1024 * 1024 * 1024 / scale))
   rm -rf "$tree" "$logs"
   mkdir -p "$tree" "$logs"
   tar -C "$src" -cf - mica libhrd | tar -C "$tree" -xf -
   patch -d "$tree" -p1 --forward -s <"$here/original-store.patch" >"$logs/patch.log" 2>&1 ||
     die "bench_scripts/original-store.patch does not apply to $src/mica/test.c (made for efficient/rdma_bench a038ec5): $(head -2 "$logs/patch.log" | tr '\n' ' ')"
   echo "$prog: building the patched mica/test.c in $tree" >&2
-  # The original's flags but -Werror (gcc 12 warns in libhrd/hrd_util.c), and libm for the Zipf draws.
-  LDFLAGS=-lm make -C "$tree/mica" test CFLAGS='-O3 -Wall -Wno-unused-result -I ../libhrd/' >"$logs/build.log" 2>&1 ||
-    die "the original's mica/test.c did not build, see $logs/build.log"
+  # The original's flags but -Werror (gcc 12 warns in libhrd/hrd_util.c), and libm for the Zipf
+  # draws. The sizes are compile-time constants, as in the original (its loops are sized and
+  # unrolled for them): one binary per size set, test-bB at the full size and test-bB-cg at
+  # 1/CG_SCALE of it, B the batch. Only test.o is rebuilt between them.
+  local cflags='-O3 -Wall -Wno-unused-result -I ../libhrd/' b
+  : >"$logs/build.log"
+  build_c() { # NAME DEFINES...
+    rm -f "$tree/mica/test.o" "$tree/mica/test"
+    LDFLAGS=-lm make -C "$tree/mica" test CFLAGS="$cflags ${*:2}" >>"$logs/build.log" 2>&1 ||
+      die "the original's mica/test.c did not build with ${*:2}, see $logs/build.log"
+    mv "$tree/mica/test" "$tree/mica/test-$1"
+  }
+  for b in 16 32; do
+    build_c "b$b" -DTEST_BATCH_SIZE=$b
+    [ $have_cg = 0 ] ||
+      build_c "b$b-cg" -DTEST_BATCH_SIZE=$b -DTEST_NUM_KEYS=$keys -DTEST_NUM_BKTS=$bkts -DTEST_LOG_CAP=$logb
+  done
   (cd "$root" && cargo build --release --bin rdma-bench) >>"$logs/build.log" 2>&1 ||
     die "cargo build --release --bin rdma-bench failed, see $logs/build.log"
 
@@ -94,12 +110,14 @@ store_main() {
       zipf) echo "--workload herd --batch 32 --update-percentage 5 --zipf 0.99" ;;
     esac
   }
+  # workload -> the original's binary (its batch) and environment
+  orig_bin() { case $1 in passes) echo "$tree/mica/test-b16" ;; *) echo "$tree/mica/test-b32" ;; esac; }
   orig_env() {
     case $1 in
-      passes) echo "TEST_BATCH_SIZE=16" ;;
-      mix) echo "TEST_BATCH_SIZE=32 TEST_MIX_PUT_PCT=5" ;;
-      herd) echo "TEST_BATCH_SIZE=32 TEST_MIX_PUT_PCT=5 TEST_HERD_THETA=0" ;;
-      zipf) echo "TEST_BATCH_SIZE=32 TEST_MIX_PUT_PCT=5 TEST_HERD_THETA=0.99" ;;
+      passes) ;;
+      mix) echo "TEST_MIX_PUT_PCT=5" ;;
+      herd) echo "TEST_MIX_PUT_PCT=5 TEST_HERD_THETA=0" ;;
+      zipf) echo "TEST_MIX_PUT_PCT=5 TEST_HERD_THETA=0.99" ;;
     esac
   }
   kinds() { case $1 in passes) echo "insert update get" ;; mix) echo mix ;; *) echo herd ;; esac; }
@@ -110,7 +128,7 @@ store_main() {
   }
   run_orig() { # WORKLOAD LOG
     # shellcheck disable=SC2046
-    env $(orig_env "$1") TEST_PASSES="$passes" timeout 900 taskset -c "$cpu" "$cbin" --num-threads 1 >"$2" 2>&1 ||
+    env $(orig_env "$1") TEST_PASSES="$passes" timeout 900 taskset -c "$cpu" "$(orig_bin "$1")" --num-threads 1 >"$2" 2>&1 ||
       echo "$prog: the original ($1) failed, see $2" >&2
   }
 
@@ -138,7 +156,7 @@ store_main() {
   # callgrind: the timed loop alone, one dump per pass, at 1/CG_SCALE of the sizes (same load)
   : >"$logs/instr"
   if [ $have_cg = 1 ]; then
-    local keys=$((8 * 1024 * 1024 / scale)) bkts=$((2 * 1024 * 1024 / scale)) logb=$((1024 * 1024 * 1024 / scale)) d=$logs/callgrind
+    local d=$logs/callgrind
     mkdir -p "$d"
     echo "$prog: callgrind at 1/$scale size ($keys keys)" >&2
     for w in $workloads; do
@@ -148,9 +166,9 @@ store_main() {
         "$rb" kv-bench $(ours_flags "$w") --passes "$passes" --num-keys $keys --num-buckets $bkts \
         --log-bytes $logb --hugepages off >"$d/ours-$w.log" 2>&1 || echo "$prog: callgrind of ours ($w) failed, see $d" >&2
       # shellcheck disable=SC2046
-      env $(orig_env "$w") TEST_PASSES="$passes" TEST_NUM_KEYS=$keys TEST_NUM_BKTS=$bkts TEST_LOG_CAP=$logb \
+      env $(orig_env "$w") TEST_PASSES="$passes" \
         valgrind --tool=callgrind --toggle-collect=timed_pass --dump-after=timed_pass \
-        --callgrind-out-file="$d/original-$w.cg" "$cbin" --num-threads 1 >"$d/original-$w.log" 2>&1 ||
+        --callgrind-out-file="$d/original-$w.cg" "$(orig_bin "$w")-cg" --num-threads 1 >"$d/original-$w.log" 2>&1 ||
         echo "$prog: callgrind of the original ($w) failed, see $d" >&2
       join <(store_cg_rows "$d/original-$w.cg" $keys "$d/original-$w.log" | sort) \
         <(store_cg_rows "$d/ours-$w.cg" $keys "$d/ours-$w.log" | sort) |

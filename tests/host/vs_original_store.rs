@@ -174,3 +174,43 @@ fn the_store_patch_is_documented_and_changes_test_c_alone() {
         );
     }
 }
+
+/// The original's sizes stay compile-time constants in the patched test.c (its loops sized and
+/// unrolled as the original's are): each is a define under #ifndef that a build sets with -D,
+/// none is read from the environment, and the batch's arrays are sized by the batch again.
+#[test]
+fn the_store_patch_keeps_the_originals_sizes_compile_time() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench_scripts/original-store.patch");
+    let text = std::fs::read_to_string(p).expect("the patch is there");
+    let after: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('-') && (l.starts_with('+') || l.starts_with(' ')))
+        .map(|l| &l[1..])
+        .collect();
+    for size in [
+        "TEST_BATCH_SIZE",
+        "TEST_NUM_BKTS",
+        "TEST_LOG_CAP",
+        "TEST_NUM_KEYS",
+    ] {
+        let guard = format!("#ifndef {size}");
+        let at = after
+            .iter()
+            .position(|l| *l == guard)
+            .unwrap_or_else(|| panic!("the patched test.c has `{guard}`"));
+        assert!(
+            after[at + 1].starts_with(&format!("#define {size} ")),
+            "`{guard}` guards the original's define, not `{}`",
+            after[at + 1]
+        );
+        assert!(
+            !after.iter().any(|l| l.contains(&format!("\"{size}\""))),
+            "{size} is not read from the environment"
+        );
+        assert!(
+            !after.iter().any(|l| l.contains(&format!("int {size}"))),
+            "{size} is not a variable"
+        );
+    }
+    assert!(after.contains(&"  struct mica_op* op_ptr_arr[TEST_BATCH_SIZE];"));
+}
