@@ -132,6 +132,13 @@ pub struct CommonArgs {
     /// only); classes: retransmission, rnr, congestion, link, fatal, other
     #[arg(long, alias = "counter_tolerance", value_name = "CLASS=N,...", value_parser = Tolerance::parse, default_value = "")]
     pub counter_tolerance: Tolerance,
+    /// Keep the environment as it is. By default the variables the original's scripts export
+    /// for the provider in use are set where you have not set them (mlx5:
+    /// MLX5_SINGLE_THREADED=1, MLX_QP_ALLOC_TYPE and MLX_CQ_ALLOC_TYPE=PREFER_HUGE; mlx4:
+    /// MLX4_SINGLE_THREADED=1; other providers read none); the run header and the summary's
+    /// JSON say which were in effect
+    #[arg(long)]
+    pub no_provider_env: bool,
 }
 
 /// Parses a count that is at least 1, with the suffixes of [`crate::units::count`].

@@ -216,14 +216,14 @@ impl Benchmark {
 }
 
 /// A benchmark binary's whole `main`: `--describe` (alone) prints [`Benchmark::describe`];
-/// otherwise the mlx5 environment of the original is set where the user has not
-/// ([`crate::verbs::provider_env`]), the benchmark's entry parses the flags (clap exits 2 on bad
+/// otherwise the original's environment for the provider in use is set where the user has not
+/// and `--no-provider-env` is not given ([`crate::verbs::provider_env`]), the benchmark's entry parses the flags (clap exits 2 on bad
 /// ones) and runs, and an error becomes one line and its exit code
 /// ([`crate::Error::exit_code`]: 1 setup, 3 peer lost, 4 verification, 130 stopped before
 /// measuring). Call it from `main` before any thread is spawned (it sets environment variables).
 pub fn main(b: &Benchmark) {
     // SAFETY: first thing in main: no other thread of ours exists yet.
-    unsafe { crate::verbs::provider_env::set_mlx5_defaults() };
+    unsafe { crate::verbs::provider_env::set_for_provider_in_use() };
     let mut args = std::env::args_os().skip(1);
     if let (Some(first), None) = (args.next(), args.next()) {
         if first == "--describe" {

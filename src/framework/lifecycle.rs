@@ -132,7 +132,7 @@ impl ThreadCtx<'_> {
     /// its counters are read around the measurement.
     pub fn open_port(&self, port_index: usize) -> Result<Port> {
         let port = self.common.open_port(port_index)?;
-        if let Some(note) = crate::verbs::provider_env::mlx5_note(port.context()) {
+        if let Some(note) = crate::verbs::provider_env::header_note(port.context()) {
             println!("main: {note}");
         }
         // Once per port: the GID picked is not the usual RoCE v2 IPv4 one, and why.
@@ -202,7 +202,7 @@ pub fn run<R: Role>(role: &R, common: &CommonArgs) -> Result<Summary> {
         publish_failure(e);
     }
     let verdict = fabric.finish();
-    let extra = verdict.json();
+    let extra = verdict.json().merge(&crate::verbs::provider_env::json());
     let summary = match (&failure, plan.counting) {
         _ if !plan.summary => Summary::default(),
         (None, true) => reporter.finish(&extra),

@@ -14,6 +14,8 @@ fn doctor_sees_the_testbed_device_as_the_benchmarks_do() {
         .expect("RDMA_BENCH_DEVICE is not set: device tests run through bench_scripts/test.sh");
     let out = Command::new(env!("CARGO_BIN_EXE_rdma-bench"))
         .args(["doctor", "--device", &dev])
+        // mlx5's variable, which a non-mlx5 device must not be judged by.
+        .env("MLX5_SINGLE_THREADED", "0")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -29,6 +31,14 @@ fn doctor_sees_the_testbed_device_as_the_benchmarks_do() {
     if let Ok(gid) = std::env::var("RDMA_BENCH_GID_INDEX") {
         assert!(
             text.contains(&format!("our tools use index {gid} (RoCE v2, IPv4)")),
+            "{text}"
+        );
+    }
+    if dev.starts_with("rxe") || dev.starts_with("siw") {
+        assert!(
+            text.contains(&format!(
+                "[ok  ] device {dev}: provider environment: none to set"
+            )),
             "{text}"
         );
     }

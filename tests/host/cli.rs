@@ -155,6 +155,7 @@ fn every_benchmark_explains_itself() {
             "--json",
             "--is-client",
             "--size",
+            "--no-provider-env",
         ] {
             assert!(help.contains(flag), "{bin} --help lacks {flag}");
         }

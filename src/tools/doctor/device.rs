@@ -76,6 +76,7 @@ fn device(ctx: &Context, out: &mut Vec<Finding>) -> usize {
         ),
         None,
     ));
+    out.push(provider_env(name, &subject));
     if soft {
         out.push(finding(
             Verdict::Warn,
@@ -92,6 +93,49 @@ fn device(ctx: &Context, out: &mut Vec<Finding>) -> usize {
         active += usize::from(port(ctx, p, out));
     }
     active
+}
+
+/// What a paper benchmark sets in the environment for device `name`'s provider
+/// ([`provider_env`](crate::verbs::provider_env)), and whether the user's own settings undo the
+/// original's single-threaded mode.
+fn provider_env(name: &str, subject: &str) -> Finding {
+    use crate::verbs::provider_env::{provider_of, KEEP_FLAG};
+    let Some(p) = provider_of(Path::new("/sys/class/infiniband"), name) else {
+        return finding(
+            Verdict::Ok,
+            subject,
+            "provider environment: none to set (the original's scripts set variables for mlx5 and mlx4 only)".into(),
+            None,
+        );
+    };
+    let mut locked = None;
+    let words: Vec<String> = p
+        .vars
+        .iter()
+        .map(|(var, value)| match std::env::var(var) {
+            Ok(v) => {
+                if var.ends_with("_SINGLE_THREADED") && v != "1" {
+                    locked = Some(*var);
+                }
+                format!("{var}={v} (yours, kept)")
+            }
+            Err(_) => format!("{var}={value}"),
+        })
+        .collect();
+    let text = format!(
+        "provider environment ({}): a benchmark runs with {} (not with {KEEP_FLAG})",
+        p.provider,
+        words.join(", ")
+    );
+    match locked {
+        None => finding(Verdict::Ok, subject, text, None),
+        Some(var) => finding(
+            Verdict::Warn,
+            subject,
+            format!("{text}; with {var} not 1 the provider locks on every post and poll, unlike the original's runs"),
+            Some(format!("unset {var}")),
+        ),
+    }
 }
 
 /// The driver of device `name` as sysfs tells it (`mlx5_core`; `software, on netdev eth0` for
