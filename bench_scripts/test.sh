@@ -74,26 +74,26 @@ else
   targets=(--lib --bins --test host --test device)
   cargo test --profile ci --features device-tests --no-run "${targets[@]}"
 fi
-# test_bins KIND: the test executables of kind lib (the unit tests) or test, "NAME PATH", from
-# the build above.
-test_bins() {
-  cargo test --profile ci --features device-tests --no-run --message-format=json "${targets[@]}" 2>/dev/null |
+# built_tests CARGO_TEST_ARGS...: the test executables that `cargo test --no-run ARGS` builds, one
+# "KIND NAME PATH" line each (KIND lib: the unit tests; test: a tests/ target; bin). Cargo's own
+# diagnostics go to stderr.
+built_tests() {
+  cargo test --no-run --message-format=json "$@" |
     python3 -c '
 import json, sys
-kind = sys.argv[1]
 for line in sys.stdin:
     m = json.loads(line)
     t = m.get("target", {})
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and kind in t.get("kind", []):
-        print(t["name"], m["executable"])
-' "$1"
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        print(t["kind"][0], t["name"], m["executable"])
+'
 }
-mapfile -t all_tests < <(test_bins test)
-unit=()
-[ $quick = 0 ] || mapfile -t unit < <(test_bins lib)
-pick() { for t in "${all_tests[@]}"; do [ "${t%% *}" != "$1" ] || echo "${t#* }"; done; }
-host_bin=$(pick host) device_bin=$(pick device)
-[ -n "$host_bin" ] && [ -n "$device_bin" ] && [ ${#unit[@]} = $quick ] ||
+# pick KIND NAME: the path of that executable in $built.
+pick() { awk -v k="$1" -v n="$2" '$1 == k && $2 == n { print $3 }' <<<"$built"; }
+built=$(built_tests --profile ci --features device-tests "${targets[@]}" 2>target/test-bins.log) ||
+  { cat target/test-bins.log >&2; echo "test.sh: cargo could not list the test binaries" >&2; exit 1; }
+host_bin=$(pick test host) device_bin=$(pick test device) unit_bin=$(pick lib rdma_bench)
+[ -n "$host_bin" ] && [ -n "$device_bin" ] && { [ $quick = 0 ] || [ -n "$unit_bin" ]; } ||
   { echo "test.sh: the unit, host and device test binaries were not all built" >&2; exit 1; }
 
 step "host-only tests (the host test binary, doc tests; in the quick lane the unit tests too)"
@@ -105,7 +105,7 @@ registry_pid=$!
 host_rc=0
 if [ $quick = 1 ]; then
   echo "-- unit tests"
-  "${unit[0]#* }" --color never || host_rc=1
+  "$unit_bin" --color never || host_rc=1
 fi
 echo "-- host (all but registry::)"
 "$host_bin" --skip registry:: --color never || host_rc=1
@@ -159,19 +159,10 @@ v55_start=$SECONDS
 rdma55=$(bench_scripts/rdma-core-build.sh)
 V55_TESTS=(verbs:: portability:: bench:: perf::rdma_cm_connects_every_tool
   --skip bench::an_example_benchmark_runs_through_run_local_compare_and_plot)
-v55_built=$(
-  RDMA_CORE_INCLUDE_DIR="$rdma55/include" RDMA_CORE_LIB_DIR="$rdma55/lib" \
-    cargo test --features device-tests --no-run --message-format=json --lib --test device 2>target/v55-build.log |
-    python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    t = m.get("target", {})
-    if m.get("reason") == "compiler-artifact" and m.get("executable"):
-        print(t["kind"][0], m["executable"])
-')
-v55_bin=$(awk '$1 == "test" { print $2 }' <<<"$v55_built")
-unit_bin=$(awk '$1 == "lib" { print $2 }' <<<"$v55_built")
+built=$(RDMA_CORE_INCLUDE_DIR="$rdma55/include" RDMA_CORE_LIB_DIR="$rdma55/lib" \
+  built_tests --features device-tests --lib --test device 2>target/v55-build.log) ||
+  { cat target/v55-build.log >&2; echo "test.sh: the v55 build failed" >&2; exit 1; }
+v55_bin=$(pick test device) unit_bin=$(pick lib rdma_bench)
 [ -n "$v55_bin" ] && [ -n "$unit_bin" ] ||
   { cat target/v55-build.log >&2; echo "test.sh: the v55 device test binary or the unit tests were not built" >&2; exit 1; }
 echo "v55 build step: $((SECONDS - v55_start)) s; $(ldd "$v55_bin" | grep libibverbs)"
