@@ -9,6 +9,18 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::sys;
 
+/// Where the kernel lists RDMA devices.
+pub const SYSFS_CLASS: &str = "/sys/class/infiniband";
+
+/// The kernel driver of device `name` under `class` (normally [`SYSFS_CLASS`]), as its
+/// `device/driver` link names it: `mlx5_core`, `irdma`, `efa`; `None` for a software device
+/// (rxe, siw: no bus device) or one that is not there. Device names can be renamed; drivers
+/// cannot.
+pub fn kernel_driver(class: &std::path::Path, name: &str) -> Option<String> {
+    let link = std::fs::read_link(class.join(name).join("device/driver")).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
 /// An open device (`ibv_context`). Closed when the last owner (PD, CQ, …) is gone.
 pub struct Context {
     raw: NonNull<sys::ibv_context>,

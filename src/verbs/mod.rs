@@ -28,6 +28,8 @@ mod qp;
 mod qp_info;
 mod resources;
 mod srq;
+/// Which QP types a device's transport offers (iWARP: RC; EFA, usNIC: UD), and the refusal.
+pub mod transport;
 /// The `ibv_wr_*` post API (when the headers have it: [`crate::build_info::WR_API`]).
 #[cfg(has_wr_api)]
 mod wr;
@@ -37,7 +39,9 @@ pub use ah::AddressHandle;
 pub use cq::{wait_any, CompletionQueue, WorkCompletion};
 #[cfg(has_rdmacm)]
 pub(crate) use device::unknown_device;
-pub use device::{devices, Context, Gid, LinkLayer, PortAttr, PortState};
+pub use device::{
+    devices, kernel_driver, Context, Gid, LinkLayer, PortAttr, PortState, SYSFS_CLASS,
+};
 pub use ip_group::IpGroup;
 pub use mr::{Access, MemoryRegion};
 pub use op::Op;

@@ -78,9 +78,8 @@ fn asked(args: impl IntoIterator<Item = OsString>) -> Asked {
 
 /// The table entry of device `name` under `class` (`/sys/class/infiniband`), by its driver.
 pub fn provider_of(class: &Path, name: &str) -> Option<&'static ProviderEnv> {
-    let driver = std::fs::read_link(class.join(name).join("device/driver")).ok()?;
-    let driver = driver.file_name()?;
-    PROVIDERS.iter().find(|p| driver.to_str() == Some(p.driver))
+    let driver = super::kernel_driver(class, name)?;
+    PROVIDERS.iter().find(|p| p.driver == driver)
 }
 
 /// Whether device `name` under `class` has an ACTIVE port (sysfs `ports/N/state`).
@@ -151,7 +150,7 @@ static SAID: AtomicBool = AtomicBool::new(false);
 /// (glibc's `getenv` in another thread, a provider's included).
 pub unsafe fn set_for_provider_in_use() {
     let a = asked(std::env::args_os().skip(1));
-    let providers = providers_in_use(Path::new("/sys/class/infiniband"), a.device.as_deref());
+    let providers = providers_in_use(Path::new(super::SYSFS_CLASS), a.device.as_deref());
     let set = if a.keep {
         Vec::new()
     } else {
@@ -186,7 +185,7 @@ fn describe(p: &ProviderEnv, applied: &Applied) -> String {
 /// rest read none of them).
 pub fn header_note(ctx: &Context) -> Option<String> {
     let applied = APPLIED.get()?;
-    let p = provider_of(Path::new("/sys/class/infiniband"), ctx.name())?;
+    let p = provider_of(Path::new(super::SYSFS_CLASS), ctx.name())?;
     if SAID.swap(true, Ordering::Relaxed) {
         return None;
     }

@@ -100,7 +100,7 @@ fn device(ctx: &Context, out: &mut Vec<Finding>) -> usize {
 /// original's single-threaded mode.
 fn provider_env(name: &str, subject: &str) -> Finding {
     use crate::verbs::provider_env::{provider_of, KEEP_FLAG};
-    let Some(p) = provider_of(Path::new("/sys/class/infiniband"), name) else {
+    let Some(p) = provider_of(Path::new(verbs::SYSFS_CLASS), name) else {
         return finding(
             Verdict::Ok,
             subject,
@@ -142,9 +142,7 @@ fn provider_env(name: &str, subject: &str) -> Finding {
 /// Soft-RoCE and siw; `unknown`), and whether it is a software device.
 pub(crate) fn driver(name: &str) -> (String, bool) {
     let sys = format!("/sys/class/infiniband/{name}");
-    let driver = std::fs::read_link(format!("{sys}/device/driver"))
-        .ok()
-        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
+    let driver = verbs::kernel_driver(Path::new(verbs::SYSFS_CLASS), name);
     // Software devices (rxe, siw) name the netdev they run on in `parent`; hardware ones do not.
     let soft = name.starts_with("rxe")
         || name.starts_with("siw")

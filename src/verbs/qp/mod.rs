@@ -256,6 +256,7 @@ impl QueuePair {
         srq: Option<&Arc<SharedReceiveQueue>>,
     ) -> Result<QueuePair> {
         same_device(pd, port, send_cq, recv_cq)?;
+        pd.context().check_qp_type(qp_type)?;
         let mut cap = raw_caps(caps);
         if srq.is_some() {
             cap.max_recv_wr = 0;
@@ -314,6 +315,7 @@ impl QueuePair {
         caps: QpCaps,
     ) -> Result<QueuePair> {
         same_device(pd, port, send_cq, recv_cq)?;
+        pd.context().check_qp_type(qp_type)?;
         let mut send_ops = EX_SEND_OPS;
         if qp_type != QpType::Rc {
             send_ops &= !(sys::ibv_qp_create_send_ops_flags::IBV_QP_EX_WITH_RDMA_READ.0

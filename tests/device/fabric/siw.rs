@@ -128,3 +128,41 @@ fn what_iwarp_cannot_do_is_refused_in_one_line() {
         &format!("--use-srq: {iwarp}, where perftest's credit words keep each SEND"),
     );
 }
+
+/// Through the library: a UD or UC QP on siw is refused before `ibv_create_qp`, in one line
+/// naming the device, its transport and the QP types it has (a provider's bare EOPNOTSUPP
+/// otherwise); an RC QP is made.
+#[test]
+fn a_qp_type_the_transport_lacks_is_refused_by_name() {
+    use rdma_bench::verbs::{CompletionQueue, Port, ProtectionDomain, QpCaps, QpType, QueuePair};
+    let on = siw();
+    let port = Port::open_by(Some(&on.device), 0, None).expect("siw's port opens");
+    let pd = ProtectionDomain::new(port.context()).expect("ibv_alloc_pd");
+    let cq = CompletionQueue::new(port.context(), 16).expect("ibv_create_cq");
+    let caps = QpCaps {
+        max_send_wr: 16,
+        max_recv_wr: 16,
+        ..QpCaps::default()
+    };
+    for t in [QpType::Ud, QpType::Uc] {
+        for ex in [false, true] {
+            let made = if ex {
+                QueuePair::new_ex(&pd, &port, &cq, &cq, t, caps)
+            } else {
+                QueuePair::new(&pd, &port, &cq, &cq, t, caps)
+            };
+            let Err(e) = made else {
+                panic!("siw made a {} QP (ex: {ex})", t.name())
+            };
+            let e = e.to_string();
+            let want = format!(
+                "{} (driver software, iWARP) has RC QPs only: no {} QP can be made on it",
+                on.device,
+                t.name()
+            );
+            assert!(e.starts_with(&want), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+    QueuePair::new(&pd, &port, &cq, &cq, QpType::Rc, caps).expect("an RC QP on siw");
+}
