@@ -1,4 +1,4 @@
-//! A real memcached (Debian's package) on 127.0.0.1 and a free port, stopped on drop.
+//! A real memcached (Debian's package) on 127.0.0.1 (or ::1) and a free port, stopped on drop.
 
 #![allow(dead_code)]
 
@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 pub struct Memcached {
     child: Child,
+    /// The address it listens on: 127.0.0.1, or ::1 ([`Memcached::start_ipv6`]).
+    host: &'static str,
     pub port: u16,
 }
 
@@ -19,24 +21,33 @@ impl Memcached {
     /// be taken by another process's memcached before ours binds it: ours then exits, and the
     /// one answering is the other test's. Only a memcached that reports our child's pid counts.
     pub fn start() -> Memcached {
+        Memcached::start_at("127.0.0.1")
+    }
+
+    /// On ::1 alone (no IPv4 listener), as on a cluster whose management network is IPv6 only.
+    pub fn start_ipv6() -> Memcached {
+        Memcached::start_at("::1")
+    }
+
+    fn start_at(host: &'static str) -> Memcached {
         for _ in 0..20 {
-            if let Some(m) = Memcached::try_start(free_port()) {
+            if let Some(m) = Memcached::try_start(host, free_port()) {
                 return m;
             }
         }
-        panic!("memcached did not start on any of 20 free ports");
+        panic!("memcached did not start on {host} on any of 20 free ports");
     }
 
     /// On `port` (e.g. again, after [`Memcached::stop`]).
     pub fn start_on(port: u16) -> Memcached {
-        Memcached::try_start(port)
+        Memcached::try_start("127.0.0.1", port)
             .unwrap_or_else(|| panic!("memcached did not start on port {port} (taken?)"))
     }
 
     /// Ours on `port`, serving, or None once it exits or another process's serves there.
-    fn try_start(port: u16) -> Option<Memcached> {
+    fn try_start(host: &'static str, port: u16) -> Option<Memcached> {
         let mut cmd = Command::new("memcached");
-        cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]);
+        cmd.args(["-l", host, "-p", &port.to_string(), "-U", "0"]);
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             cmd.args(["-u", "root"]);
@@ -48,8 +59,8 @@ impl Memcached {
             .expect("memcached not installed (bench_scripts/softroce.sh setup installs it)");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            match serving_pid(port) {
-                Some(pid) if pid == child.id() => return Some(Memcached { child, port }),
+            match serving_pid(host, port) {
+                Some(pid) if pid == child.id() => return Some(Memcached { child, host, port }),
                 Some(_) => break,
                 None if child.try_wait().unwrap().is_some() => break,
                 None => {}
@@ -71,8 +82,13 @@ impl Memcached {
         let _ = self.child.wait();
     }
 
+    /// `HOST:PORT` as `--registry` takes it (`[::1]:PORT` for IPv6).
     pub fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
     }
 
     /// True when it holds `key` (a registry entry, once its process has published it).
@@ -106,7 +122,7 @@ impl Memcached {
 
     /// Sends one command line; true when the answer starts with `ok`.
     fn command(&self, line: &str, ok: &[u8]) -> bool {
-        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
+        let Ok(mut s) = TcpStream::connect((self.host, self.port)) else {
             return false;
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
@@ -118,8 +134,8 @@ impl Memcached {
 /// The pid of the memcached that answers `stats` on `port`, once one does: a listening socket
 /// alone is not enough (a connection accepted that early was once reset under load, failing an
 /// unrelated test).
-fn serving_pid(port: u16) -> Option<u32> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+fn serving_pid(host: &str, port: u16) -> Option<u32> {
+    let mut s = TcpStream::connect((host, port)).ok()?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
     s.write_all(b"stats\r\n").ok()?;
     let mut reply = Vec::new();

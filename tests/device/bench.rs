@@ -14,6 +14,20 @@ use bench_run::{
 };
 use memcached::Memcached;
 
+/// A server and a client that meet through a registry reachable over IPv6 only (memcached on
+/// ::1, `--registry [::1]:PORT`), as on clusters without an IPv4 management network.
+#[test]
+fn a_pair_meets_through_an_ipv6_registry() {
+    let bin = env!("CARGO_BIN_EXE_rw-tput-sender");
+    let m = Memcached::start_ipv6();
+    let server = spawn(bin, &m, &["--size", "32"], SECS);
+    let client = spawn(bin, &m, &["--size", "32", "--is-client", "1"], "60");
+    let s = finish(server, "server over an IPv6 registry");
+    let c = finish(client, "client over an IPv6 registry");
+    check_counting(&s, "Server", 1, "rw-tput-sender", "WRITE");
+    check_passive(&c, "rw-tput-sender");
+}
+
 #[test]
 fn rw_tput_sender_write_two_threads_then_read() {
     let bin = env!("CARGO_BIN_EXE_rw-tput-sender");

@@ -84,6 +84,24 @@ fn publish_then_lookup_round_trips() {
     assert!(r.lookup("server-1").unwrap().is_none());
 }
 
+/// A registry reached over IPv6 only (memcached on ::1, no IPv4 listener), as `[ADDR]:PORT`;
+/// a bare IPv6 address takes the default port, as a bare host name does.
+#[test]
+fn the_registry_is_reached_over_ipv6() {
+    let m = Memcached::start_ipv6();
+    let spec = m.addr();
+    assert!(spec.starts_with("[::1]:"), "{spec}");
+    let r = Registry::connect(Some(&spec)).unwrap();
+    r.publish("server-0", &info(6)).unwrap();
+    assert_eq!(r.lookup("server-0").unwrap().unwrap().info, info(6));
+    assert!(m.has("server-0"));
+    let (addrs, shown) = rdma_bench::registry::registry_address(Some("::1")).unwrap();
+    assert_eq!(shown, "[::1]:11211");
+    assert!(addrs.iter().all(|a| a.is_ipv6()), "{addrs:?}");
+    let e = Registry::connect(Some("[::1")).err().unwrap().to_string();
+    assert!(e.contains("is not HOST[:PORT]"), "{e}");
+}
+
 #[test]
 fn waits_for_a_key_published_a_second_later() {
     let m = Memcached::start();
