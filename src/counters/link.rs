@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use super::PortRef;
 use crate::stats::JsonObject;
+use crate::verbs::port_state_word as state_word;
 
 /// A port's link changing state during the window.
 #[derive(Debug, Clone, PartialEq)]
@@ -146,14 +147,6 @@ fn state_path(sys: &Path, p: &PortRef) -> std::path::PathBuf {
         .join("ports")
         .join(p.port.to_string())
         .join("state")
-}
-
-/// The word of a state file's text (`4: ACTIVE` → `ACTIVE`); empty when unreadable.
-fn state_word(text: &[u8]) -> &str {
-    std::str::from_utf8(text)
-        .ok()
-        .and_then(|s| s.split(':').nth(1))
-        .map_or("", str::trim)
 }
 
 fn read_state(f: &File) -> String {

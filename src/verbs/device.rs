@@ -21,6 +21,15 @@ pub fn kernel_driver(class: &std::path::Path, name: &str) -> Option<String> {
     Some(link.file_name()?.to_string_lossy().into_owned())
 }
 
+/// The word of a sysfs port state file's text (`4: ACTIVE` → `ACTIVE`, `5: ACTIVE_DEFER` →
+/// `ACTIVE_DEFER`); empty when unreadable.
+pub fn port_state_word(text: &[u8]) -> &str {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| s.split(':').nth(1))
+        .map_or("", str::trim)
+}
+
 /// An open device (`ibv_context`). Closed when the last owner (PD, CQ, …) is gone.
 pub struct Context {
     raw: NonNull<sys::ibv_context>,

@@ -40,7 +40,8 @@ pub use cq::{wait_any, CompletionQueue, WorkCompletion};
 #[cfg(has_rdmacm)]
 pub(crate) use device::unknown_device;
 pub use device::{
-    devices, kernel_driver, Context, Gid, LinkLayer, PortAttr, PortState, SYSFS_CLASS,
+    devices, kernel_driver, port_state_word, Context, Gid, LinkLayer, PortAttr, PortState,
+    SYSFS_CLASS,
 };
 pub use ip_group::IpGroup;
 pub use mr::{Access, MemoryRegion};

@@ -88,7 +88,7 @@ fn has_active_port(class: &Path, name: &str) -> bool {
         return false;
     };
     ports.flatten().any(|p| {
-        std::fs::read_to_string(p.path().join("state")).is_ok_and(|s| s.contains("ACTIVE"))
+        std::fs::read(p.path().join("state")).is_ok_and(|s| super::port_state_word(&s) == "ACTIVE")
     })
 }
 
