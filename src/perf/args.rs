@@ -258,7 +258,11 @@ pub struct PerfArgs {
     /// assumes the peer's are its own
     #[arg(long = "dont_xchg_versions")]
     pub dont_xchg_versions: bool,
-    /// Local IPv4 address of the connection to the peer: a client's connection starts from it,
+    /// Exchange over IPv6 (SYMMETRIC): the TCP channel, or RDMA CM with -R; the server name and
+    /// --source_ip are then IPv6 (the default is IPv4, as perftest)
+    #[arg(long = "ipv6-addr")]
+    pub ipv6_addr: bool,
+    /// Local address of the connection to the peer (IPv6 with --ipv6-addr): a client's connection starts from it,
     /// a server listens on it only (TCP exchange, or RDMA CM with -z/-R)
     #[arg(short = 'j', long = "source_ip", value_name = "IP")]
     pub source_ip: Option<String>,

@@ -7,9 +7,10 @@
 //! Numbers are big-endian (perftest's `hton_*`), strings NUL-padded.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+use super::family::Family;
 use super::keys::{Dest, KEY_MSG_SIZE, KEY_MSG_SIZE_GID, KEY_STRUCT_SIZE};
 use crate::control::Attention;
 use crate::error::{Error, Result};
@@ -79,61 +80,48 @@ pub fn leading_number(s: &str) -> f64 {
     s[..end].parse().unwrap_or(0.0)
 }
 
-/// The IPv4 address of `host` (perftest's exchange and RDMA CM are IPv4 only).
-pub fn ipv4_of(host: &str, port: u16) -> Result<std::net::SocketAddrV4> {
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|e| Error::config(format!("cannot resolve server {host:?}: {e}")))?
-        .find_map(|a| match a {
-            std::net::SocketAddr::V4(v4) => Some(v4),
-            std::net::SocketAddr::V6(_) => None,
-        })
-        .ok_or_else(|| Error::config(format!("server {host:?} has no IPv4 address")))
-}
-
 /// A TCP connection to `to`, from `source` when given (`--source_ip`).
 fn connect_from(
-    source: Option<std::net::Ipv4Addr>,
+    source: Option<std::net::IpAddr>,
     to: &std::net::SocketAddr,
     timeout: Duration,
 ) -> std::io::Result<TcpStream> {
     let Some(ip) = source else {
         return TcpStream::connect_timeout(to, timeout);
     };
-    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    let domain = socket2::Domain::for_address(*to);
+    let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
     socket.bind(&std::net::SocketAddr::from((ip, 0)).into())?;
     socket.connect_timeout(&(*to).into(), timeout)?;
     Ok(socket.into())
 }
 
 impl Channel {
-    /// Connects (from `source` when given) to a server at `host:port`, retrying until `timeout` (the server may still be
-    /// starting) or a stop request.
+    /// Connects (from `source` when given) to a server at `host:port` over `family`, retrying
+    /// until `timeout` (the server may still be starting) or a stop request.
     pub fn connect(
-        source: Option<std::net::Ipv4Addr>,
+        source: Option<std::net::IpAddr>,
+        family: Family,
         host: &str,
         port: u16,
         timeout: Duration,
         attention: Attention,
     ) -> Result<Channel> {
-        let peer = format!("{host}:{port}");
+        let peer = match family {
+            Family::V4 => format!("{host}:{port}"),
+            Family::V6 => format!("[{host}]:{port}"),
+        };
         let deadline = Instant::now()
             .checked_add(timeout)
             .ok_or_else(|| Error::config("--connect-timeout is too large"))?;
-        let mut last: Option<std::io::Error> = None;
         loop {
-            let addrs = (host, port)
-                .to_socket_addrs()
-                .map_err(|e| Error::config(format!("cannot resolve server {host:?}: {e}")))?;
-            // perftest's channel is IPv4 only (AF_INET).
-            for a in addrs.filter(|a| a.is_ipv4()) {
-                match connect_from(source, &a, Duration::from_secs(1)) {
-                    Ok(stream) => return Channel::ready(stream, true, peer, attention),
-                    Err(e) => last = Some(e),
-                }
-            }
+            // perftest's channel is of one family (AF_INET, or AF_INET6 with --ipv6-addr).
+            let a = family.resolve(host, port)?;
+            let why = match connect_from(source, &a, Duration::from_secs(1)) {
+                Ok(stream) => return Channel::ready(stream, true, peer, attention),
+                Err(e) => e,
+            };
             if Instant::now() >= deadline || attention.stop_requested() {
-                let why = last.map_or("no IPv4 address".to_string(), |e| e.to_string());
                 return Err(Error::Timeout {
                     what: format!("no server answered at {peer} ({why})"),
                     after: timeout,
@@ -144,14 +132,15 @@ impl Channel {
         }
     }
 
-    /// Waits for one client on `port` of `ip` (all IPv4 addresses when None), for as long as it
-    /// takes or until a stop request.
+    /// Waits for one client on `port` of `ip` (all addresses of `family` when None), for as
+    /// long as it takes or until a stop request.
     pub fn accept(
-        ip: Option<std::net::Ipv4Addr>,
+        ip: Option<std::net::IpAddr>,
+        family: Family,
         port: u16,
         attention: Attention,
     ) -> Result<Channel> {
-        let at = ip.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED);
+        let at = ip.unwrap_or(family.unspecified());
         let listener = TcpListener::bind((at, port)).map_err(|e| {
             Error::config(format!(
                 "cannot listen on TCP port {port} of {at}: {e} (another server running? pick one \

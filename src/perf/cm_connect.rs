@@ -11,10 +11,13 @@ use super::channel::Channel;
 #[cfg(has_rdmacm)]
 use super::channel::Wait;
 #[cfg(has_rdmacm)]
+use super::family::Family;
+#[cfg(has_rdmacm)]
 use super::keys::Dest;
 #[cfg(has_rdmacm)]
 use super::report::WAITING_BANNER;
 use super::session::Session;
+use super::settings::Settings;
 #[cfg(has_rdmacm)]
 use super::Verb;
 use crate::control::Attention;
@@ -27,11 +30,11 @@ use crate::verbs::Port;
 #[cfg(has_rdmacm)]
 pub(super) fn cm_channel(
     a: &PerfArgs,
-    source: Option<std::net::Ipv4Addr>,
-    tos: Option<u8>,
+    settings: &Settings,
     attention: Attention,
 ) -> Result<(Channel, Port)> {
     use super::cm_link::CmLink;
+    let (source, family, tos) = (settings.source_ip, settings.family, settings.qos.tos);
     let (channel, port) = match &a.server {
         Some(host) => {
             // Without the device RDMA CM would fail in its event channel and blame rdma_ucm.
@@ -46,15 +49,15 @@ pub(super) fn cm_channel(
             {
                 return Err(crate::verbs::unknown_device(d, &devices));
             }
-            let addr = super::channel::ipv4_of(host, a.port)?;
+            let addr = family.resolve(host, a.port)?;
             let timeout = Duration::from_secs(a.connect_timeout);
             let (link, port) = CmLink::connect(source, addr, a.gid_index, tos, timeout, attention)?;
             (Channel::over_cm(link, true, addr.to_string()), port)
         }
         None => {
-            // RDMA CM listens on IPv4 here: a device without an IPv4 address could wait for
+            // RDMA CM listens on one family: a device without an address of it could wait for
             // ever, so that is refused before the banner.
-            let mut reachable = ipv4_ports(a.ib_dev.as_deref())?;
+            let mut reachable = ports_with_addresses(a.ib_dev.as_deref(), family)?;
             if let Some(ip) = source {
                 reachable.retain(|(_, at)| *at == ip);
                 if reachable.is_empty() {
@@ -72,7 +75,8 @@ pub(super) fn cm_channel(
             if a.output.is_none() {
                 println!("{WAITING_BANNER}");
             }
-            let (link, port) = CmLink::accept(source, a.port, a.gid_index, attention)?;
+            let at = source.unwrap_or(family.unspecified());
+            let (link, port) = CmLink::accept(at, a.port, a.gid_index, attention)?;
             (
                 Channel::over_cm(link, false, "the RDMA CM client".into()),
                 port,
@@ -96,11 +100,14 @@ fn no_device() -> Error {
     Error::config("-R: there is no RDMA device on this host (ibv_devices lists none)")
 }
 
-/// The ACTIVE ports (of `device`, or of every device) with an IPv4 address (RoCE/IB: an
-/// IPv4-mapped GID; iWARP: its netdev's), with that address: where an RDMA CM client can reach
-/// this side. Refused when there is none.
+/// The ACTIVE ports (of `device`, or of every device) with an address of `family` (RoCE/IB:
+/// an IPv4-mapped GID, or an IPv6 one that is not link-local; iWARP: its netdev's), with that
+/// address: where an RDMA CM client can reach this side. Refused when there is none.
 #[cfg(has_rdmacm)]
-fn ipv4_ports(device: Option<&str>) -> Result<Vec<(String, std::net::Ipv4Addr)>> {
+fn ports_with_addresses(
+    device: Option<&str>,
+    family: Family,
+) -> Result<Vec<(String, std::net::IpAddr)>> {
     use crate::verbs::{Context, PortState};
     let names = match device {
         Some(d) => vec![d.to_string()],
@@ -123,37 +130,46 @@ fn ipv4_ports(device: Option<&str>) -> Result<Vec<(String, std::net::Ipv4Addr)>>
                 continue;
             }
             // An iWARP GID is a MAC address: its port is reached at its netdev's addresses.
-            let ips = if ctx.is_iwarp() {
-                ctx.iwarp_ipv4(num)
+            let ips: Vec<std::net::IpAddr> = if ctx.is_iwarp() {
+                ctx.iwarp_addrs(num)
             } else {
+                // A RoCE GID is an address; an InfiniBand GID is one only when IPv4-mapped (an
+                // IPoIB address is not in the table, and a global IB GID names no IPv6 host).
+                let roce = attr.link_layer == crate::verbs::LinkLayer::Ethernet;
                 (0..attr.gid_tbl_len)
-                    .find_map(|i| ctx.gid(num, i).ok().and_then(|g| g.ipv4()))
+                    .filter_map(|i| ctx.gid(num, i).ok().and_then(|g| g.ip_address()))
+                    .filter(|ip| roce || ip.is_ipv4())
+                    .find(|ip| family.holds(ip))
                     .into_iter()
                     .collect()
             };
-            for ip in ips {
+            for ip in ips.into_iter().filter(|ip| family.holds(ip)) {
                 found.push((format!("{name}:{num}"), ip));
             }
         }
     }
     if found.is_empty() {
         return Err(Error::config(format!(
-            "-R: no ACTIVE port of {} has an IPv4 address (no IPv4-mapped GID, or an iWARP \
-             netdev without one), and RDMA CM \
-             listens on IPv4 here: give its netdev an address (ip addr add …) or run without -R",
-            names.join(", ")
+            "-R: no ACTIVE port of {} has an {family} address (no {gid} GID, or an iWARP netdev \
+             without one), and RDMA CM listens on {family} here: give its netdev an address (ip \
+             addr add …), {switch}, or run without -R",
+            names.join(", "),
+            family = family.name(),
+            gid = match family {
+                Family::V4 => "IPv4-mapped",
+                Family::V6 => "global IPv6",
+            },
+            switch = match family {
+                Family::V4 => "give both sides --ipv6-addr",
+                Family::V6 => "drop --ipv6-addr on both sides",
+            }
         )));
     }
     Ok(found)
 }
 
 #[cfg(not(has_rdmacm))]
-pub(super) fn cm_channel(
-    _: &PerfArgs,
-    _: Option<std::net::Ipv4Addr>,
-    _: Option<u8>,
-    _: Attention,
-) -> Result<(Channel, Port)> {
+pub(super) fn cm_channel(_: &PerfArgs, _: &Settings, _: Attention) -> Result<(Channel, Port)> {
     Err(Error::config(
         "-R and -z need librdmacm, and this rdma-bench was built without it (install \
          librdmacm-dev or rdma-core-devel and rebuild)",
@@ -170,7 +186,7 @@ impl Session {
         if self.settings.qp_type == crate::verbs::QpType::Ud {
             return self.find_ud_peers_through_cm(a);
         }
-        let source = self.settings.source_ip;
+        let (source, family) = (self.settings.source_ip, self.settings.family);
         let reads = matches!(self.settings.tool.verb, Verb::Read | Verb::Atomic);
         let depth = if reads { self.out_reads as u8 } else { 0 };
         let params = CmParams {
@@ -183,7 +199,7 @@ impl Session {
         let mut ids = Vec::with_capacity(self.qps.len());
         if let Some(host) = &a.server {
             self.channel.hand_shake(&zero, false, Wait::Setup)?;
-            let addr = super::channel::ipv4_of(host, a.port)?;
+            let addr = family.resolve(host, a.port)?;
             let start = std::time::Instant::now();
             for qp in &mut self.qps {
                 let id = retry_rejected(start, || {
@@ -198,8 +214,9 @@ impl Session {
         } else {
             let backlog = self.qps.len() as i32;
             let attention = self.attention;
+            let at = source.unwrap_or(family.unspecified());
             let listener =
-                self.listen_in_handshake(|| CmId::listen_on(source, a.port, backlog, attention))?;
+                self.listen_in_handshake(|| CmId::listen_on(at, a.port, backlog, attention))?;
             for qp in &mut self.qps {
                 let mut id = listener.next_request(Some(super::channel::SETUP_TIMEOUT))?;
                 id.accept(qp, params, super::channel::SETUP_TIMEOUT)?;
@@ -220,13 +237,14 @@ impl Session {
     fn find_ud_peers_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
         use crate::verbs::cm::CmId;
         use crate::verbs::AddressHandle;
-        let source = self.settings.source_ip;
+        let (source, family) = (self.settings.source_ip, self.settings.family);
+        let listen_at = source.unwrap_or(family.unspecified());
         let zero = Dest::default();
         let both_send = self.settings.tool.test == super::Test::Lat || self.settings.duplex;
         let timeout = super::channel::SETUP_TIMEOUT;
         if let Some(host) = &a.server {
             self.channel.hand_shake(&zero, false, Wait::Setup)?;
-            let addr = super::channel::ipv4_of(host, a.port)?;
+            let addr = family.resolve(host, a.port)?;
             let start = std::time::Instant::now();
             for q in 0..self.qps.len() {
                 let qpn = self.qps[q].qp_num();
@@ -249,7 +267,7 @@ impl Session {
             let backlog = self.qps.len() as i32;
             let listener = {
                 let attention = self.attention;
-                self.listen_in_handshake(|| CmId::listen_ud(source, a.port, backlog, attention))?
+                self.listen_in_handshake(|| CmId::listen_ud(listen_at, a.port, backlog, attention))?
             };
             for q in 0..self.qps.len() {
                 let mut id = listener.next_request(Some(timeout))?;
@@ -323,7 +341,7 @@ impl Session {
 
     #[cfg(not(has_rdmacm))]
     pub(super) fn connect_through_cm(&mut self, a: &PerfArgs) -> Result<()> {
-        cm_channel(a, None, None, self.attention).map(|_| ())
+        cm_channel(a, &self.settings, self.attention).map(|_| ())
     }
 }
 

@@ -2,7 +2,7 @@
 //! carrying each message as one SEND of exactly its size (at most 56 bytes), one RECV always
 //! posted and reposted before the reply, as perftest's rdma_write_data / rdma_read_data do.
 
-use std::net::SocketAddrV4;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -75,8 +75,8 @@ impl CmLink {
     /// server not listening yet) until `timeout`, in traffic class `tos` if given. Returns the
     /// link and the port the route uses.
     pub fn connect(
-        source: Option<std::net::Ipv4Addr>,
-        server: SocketAddrV4,
+        source: Option<IpAddr>,
+        server: SocketAddr,
         gid_index: Option<u32>,
         tos: Option<u8>,
         timeout: Duration,
@@ -115,17 +115,17 @@ impl CmLink {
         }
     }
 
-    /// Server: waits for one client on `port` of `ip` (every address when None; until a stop
-    /// request) and accepts it. Returns the
+    /// Server: waits for one client on `port` of `at` (every address of its family when it is
+    /// the unspecified one; until a stop request) and accepts it. Returns the
     /// link and the port the connection uses. The listener is gone when this returns, so that
     /// the test's own listener may take the port.
     pub fn accept(
-        ip: Option<std::net::Ipv4Addr>,
+        at: IpAddr,
         port_num: u16,
         gid_index: Option<u32>,
         attention: Attention,
     ) -> Result<(CmLink, Port)> {
-        let listener = CmId::listen_on(ip, port_num, 1, attention)?;
+        let listener = CmId::listen_on(at, port_num, 1, attention)?;
         let mut id = listener.next_request(None)?;
         drop(listener);
         let port = Self::port_of(&id, gid_index)?;

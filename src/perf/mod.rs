@@ -11,6 +11,7 @@ mod cm_connect;
 pub mod cm_link;
 pub mod cpu;
 mod credits;
+pub mod family;
 pub mod keys;
 pub mod lat;
 pub mod layout;

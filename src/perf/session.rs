@@ -188,7 +188,7 @@ impl Session {
             if let Some(d) = a.ib_dev.as_deref() {
                 check_device(&crate::verbs::Context::open(d)?, &settings, a)?;
             }
-            let (c, p) = cm_channel(a, settings.source_ip, settings.qos.tos, attention)?;
+            let (c, p) = cm_channel(a, &settings, attention)?;
             (p, Some(c))
         } else {
             // perftest's -i: port N of the device (-d, or here the first with an ACTIVE
@@ -298,6 +298,7 @@ impl Session {
             (Some(c), _) => c,
             (None, Some(host)) => Channel::connect(
                 settings.source_ip,
+                settings.family,
                 host,
                 a.port,
                 Duration::from_secs(a.connect_timeout),
@@ -307,7 +308,7 @@ impl Session {
                 if settings.output.is_none() {
                     println!("{WAITING_BANNER}");
                 }
-                Channel::accept(settings.source_ip, a.port, attention)?
+                Channel::accept(settings.source_ip, settings.family, a.port, attention)?
             }
         };
         let (page, line) = local_page_and_line();

@@ -174,7 +174,9 @@ pub struct Settings {
     /// `--dont_xchg_versions`: no exchange of versions, sizes and MTU.
     pub exchange_versions: bool,
     /// `--source_ip`: the local address of the connection to the peer.
-    pub source_ip: Option<std::net::Ipv4Addr>,
+    pub source_ip: Option<std::net::IpAddr>,
+    /// `--ipv6-addr`: the exchange (TCP, or RDMA CM with -R) over IPv6.
+    pub family: super::family::Family,
     /// `--mmap FILE` and `--mmap-offset`: the buffer is this file's, from this offset.
     pub mmap: Option<(String, u64)>,
 }
@@ -294,13 +296,12 @@ impl Settings {
             }
             Some(l) => Some(l as u16),
         };
-        let source_ip =
-            match a.source_ip.as_deref() {
-                None => None,
-                Some(ip) => Some(ip.parse().map_err(|_| {
-                    Error::config(format!("--source_ip {ip:?}: not an IPv4 address"))
-                })?),
-            };
+        let family = super::family::Family::from_flag(a.ipv6_addr);
+        let source_ip = a
+            .source_ip
+            .as_deref()
+            .map(|ip| family.parse_source(ip))
+            .transpose()?;
         let qos = super::qos::Qos::resolve(a)?;
         let events = match (a.events, a.vector) {
             (false, _) => None,
@@ -580,6 +581,7 @@ impl Settings {
             odp: a.odp,
             exchange_versions: !a.dont_xchg_versions,
             source_ip,
+            family,
             mmap: a.mmap.clone().map(|f| (f, a.mmap_offset.unwrap_or(0))),
         })
     }

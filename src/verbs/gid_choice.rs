@@ -23,6 +23,19 @@ impl Gid {
             None => self.0[0] == 0xfe && self.0[1] & 0xc0 == 0x80,
         }
     }
+
+    /// The IP address a RoCE GID is (an IPv4-mapped one as IPv4), when it is one a peer can
+    /// name: not empty, not link-local. Only a RoCE GID is an IP address; an InfiniBand GID
+    /// is a subnet prefix and a port GUID.
+    pub fn ip_address(&self) -> Option<std::net::IpAddr> {
+        if *self == Gid::default() || self.is_link_local() {
+            return None;
+        }
+        Some(match self.ipv4() {
+            Some(v4) => v4.into(),
+            None => std::net::Ipv6Addr::from(self.0).into(),
+        })
+    }
 }
 
 fn score(gid: &Gid, kind: Option<&str>, prefer_ipv6: bool) -> u32 {

@@ -5,7 +5,7 @@
 //! `REMOTE_WRITE`.
 
 use std::ffi::CStr;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::Context;
 use crate::error::Error;
@@ -18,15 +18,16 @@ impl Context {
         unsafe { (*(*self.as_raw()).device).transport_type == sys::IBV_TRANSPORT_IWARP }
     }
 
-    /// The IPv4 addresses an iWARP port is reached at: those of its netdev, which its GID 0
-    /// names by MAC address (iWARP GIDs are the netdev's MAC, not an IP address).
-    pub fn iwarp_ipv4(&self, port: u8) -> Vec<Ipv4Addr> {
+    /// The addresses an iWARP port is reached at, IPv4 and global IPv6 (a link-local one needs
+    /// a scope RDMA CM's peers do not give): those of its netdev, which its GID 0 names by MAC
+    /// address (iWARP GIDs are the netdev's MAC, not an IP address).
+    pub fn iwarp_addrs(&self, port: u8) -> Vec<IpAddr> {
         let Ok(gid) = self.gid(port, 0) else {
             return Vec::new();
         };
         let mac = &gid.0[..6];
         match netdev_with_mac(mac) {
-            Some(netdev) => netdev_ipv4(&netdev),
+            Some(netdev) => netdev_addrs(&netdev),
             None => Vec::new(),
         }
     }
@@ -65,8 +66,8 @@ fn netdev_with_mac(mac: &[u8]) -> Option<String> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
 }
 
-/// The IPv4 addresses of netdev `name`.
-fn netdev_ipv4(name: &str) -> Vec<Ipv4Addr> {
+/// The IPv4 and global IPv6 addresses of netdev `name`.
+fn netdev_addrs(name: &str) -> Vec<IpAddr> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: `list` receives a linked list we free below.
     if unsafe { libc::getifaddrs(&mut list) } != 0 {
@@ -76,16 +77,25 @@ fn netdev_ipv4(name: &str) -> Vec<Ipv4Addr> {
     let mut p = list;
     while !p.is_null() {
         // SAFETY: `p` is a node of the list getifaddrs made; its name is a C string and its
-        // address, when set and AF_INET, a sockaddr_in.
+        // address, when set, a sockaddr_in (AF_INET) or a sockaddr_in6 (AF_INET6).
         unsafe {
             let ifa = &*p;
             let addr = ifa.ifa_addr;
-            if !addr.is_null()
-                && i32::from((*addr).sa_family) == libc::AF_INET
-                && CStr::from_ptr(ifa.ifa_name).to_bytes() == name.as_bytes()
-            {
-                let sin = &*(addr as *const libc::sockaddr_in);
-                out.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+            if !addr.is_null() && CStr::from_ptr(ifa.ifa_name).to_bytes() == name.as_bytes() {
+                match i32::from((*addr).sa_family) {
+                    libc::AF_INET => {
+                        let sin = &*(addr as *const libc::sockaddr_in);
+                        out.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).into());
+                    }
+                    libc::AF_INET6 => {
+                        let sin6 = &*(addr as *const libc::sockaddr_in6);
+                        let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+                        if !ip.is_unicast_link_local() {
+                            out.push(ip.into());
+                        }
+                    }
+                    _ => {}
+                }
             }
             p = ifa.ifa_next;
         }

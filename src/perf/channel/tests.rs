@@ -18,11 +18,21 @@ fn versions_read_as_atof_does() {
 /// Both ends of every exchange, through a real socket pair on the loopback.
 #[test]
 fn client_and_server_exchange_in_perftests_order() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    exchange_over(Family::V4, "127.0.0.1");
+}
+
+/// The same over IPv6 (`--ipv6-addr` on both sides): the server on `::`, the client to `::1`.
+#[test]
+fn the_exchange_runs_over_ipv6_with_ipv6_addr() {
+    exchange_over(Family::V6, "::1");
+}
+
+fn exchange_over(family: Family, host: &'static str) {
+    let listener = TcpListener::bind((host, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let server = std::thread::spawn(move || {
-        let mut ch = Channel::accept(None, port, attention()).unwrap();
+        let mut ch = Channel::accept(None, family, port, attention()).unwrap();
         ch.exchange_versions().unwrap();
         let sys = ch.exchange_sys_data(4096, 64).unwrap();
         let mtu = ch.exchange_mtu(5).unwrap();
@@ -40,8 +50,8 @@ fn client_and_server_exchange_in_perftests_order() {
         ch.close(&me, true).unwrap();
         (sys, mtu, peer.qpn, rep)
     });
-    let mut ch =
-        Channel::connect(None, "127.0.0.1", port, Duration::from_secs(5), attention()).unwrap();
+    let timeout = Duration::from_secs(5);
+    let mut ch = Channel::connect(None, family, host, port, timeout, attention()).unwrap();
     ch.exchange_versions().unwrap();
     assert_eq!(ch.peer_version(), 6.06);
     assert_eq!(ch.exchange_sys_data(8192, 64).unwrap(), (8192, 64));
@@ -72,6 +82,7 @@ fn nobody_listening_is_a_bounded_wait() {
     let t0 = Instant::now();
     let e = Channel::connect(
         None,
+        Family::V4,
         "127.0.0.1",
         port,
         Duration::from_millis(300),

@@ -341,14 +341,14 @@ fn counters(dev: &str, p: u8, subject: &str) -> Finding {
 
 /// An iWARP port: where RDMA CM reaches it, and what runs on it.
 fn iwarp(ctx: &Context, p: u8, subject: &str) -> Finding {
-    let ips: Vec<String> = ctx.iwarp_ipv4(p).iter().map(|a| a.to_string()).collect();
+    let ips: Vec<String> = ctx.iwarp_addrs(p).iter().map(|a| a.to_string()).collect();
     let what = "iWARP: QPs connect only through RDMA CM, so the perftest tools run here with -R and the paper benchmarks and applications refuse it";
     if ips.is_empty() {
         finding(
             Verdict::Warn,
             subject,
-            format!("{what}; its netdev has no IPv4 address, so RDMA CM cannot reach it"),
-            Some("give the netdev an IPv4 address (`ip addr add <a.b.c.d/n> dev <netdev>`)".into()),
+            format!("{what}; its netdev has no IP address, so RDMA CM cannot reach it"),
+            Some("give the netdev an address (`ip addr add <a.b.c.d/n> dev <netdev>`)".into()),
         )
     } else {
         finding(

@@ -9,7 +9,7 @@
 //! Every id owns its event channel's lifetime through an `Arc`; waits on a channel are bounded
 //! (`poll` on its fd) and give up on a stop request.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -169,15 +169,10 @@ impl Drop for CmId {
     }
 }
 
-fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: a.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(*a.ip()).to_be(),
-        },
-        sin_zero: [0; 8],
-    }
+/// `a` as the C socket address the CM calls read: a `sockaddr_in` or a `sockaddr_in6`, by its
+/// family, in storage large enough for either.
+fn sockaddr(a: SocketAddr) -> libc::sockaddr_storage {
+    socket2::SockAddr::from(a).as_storage()
 }
 
 /// `rdma_set_option`'s level and option numbers (the kernel's ABI, fixed; older headers lack
@@ -230,14 +225,14 @@ impl CmId {
     /// A new id on its own channel (its waits end on a stop), its address and route to `dst`
     /// resolved; with `tos`, the route's traffic class (`RDMA_OPTION_ID_TOS`: on RoCE v2 the
     /// IP TOS byte of the connection's packets, both ways).
-    pub fn resolve(dst: SocketAddrV4, tos: Option<u8>, attention: Attention) -> Result<CmId> {
+    pub fn resolve(dst: SocketAddr, tos: Option<u8>, attention: Attention) -> Result<CmId> {
         Self::resolve_from(None, dst, tos, attention)
     }
 
     /// [`CmId::resolve`] from the local address `src` (any, as the route picks, when None).
     pub fn resolve_from(
-        src: Option<Ipv4Addr>,
-        dst: SocketAddrV4,
+        src: Option<IpAddr>,
+        dst: SocketAddr,
         tos: Option<u8>,
         attention: Attention,
     ) -> Result<CmId> {
@@ -245,25 +240,25 @@ impl CmId {
     }
 
     fn resolve_in(
-        src: Option<Ipv4Addr>,
-        dst: SocketAddrV4,
+        src: Option<IpAddr>,
+        dst: SocketAddr,
         ps: u32,
         tos: Option<u8>,
         attention: Attention,
     ) -> Result<CmId> {
         let id = CmId::new(&EventChannel::new(attention)?, ps)?;
         let mut sa = sockaddr(dst);
-        let mut from = src.map(|ip| sockaddr(SocketAddrV4::new(ip, 0)));
+        let mut from = src.map(|ip| sockaddr(SocketAddr::new(ip, 0)));
         let from_ptr = from.as_mut().map_or(std::ptr::null_mut(), |f| {
-            (f as *mut libc::sockaddr_in).cast()
+            (f as *mut libc::sockaddr_storage).cast()
         });
-        // SAFETY: the id is alive; `sa` and `from` (when given) are valid sockaddr_ins for the
-        // call.
+        // SAFETY: the id is alive; `sa` and `from` (when given) are valid socket addresses of
+        // their family for the call.
         let rc = unsafe {
             sys::rdma_resolve_addr(
                 id.raw.as_ptr(),
                 from_ptr,
-                (&mut sa as *mut libc::sockaddr_in).cast(),
+                (&mut sa as *mut libc::sockaddr_storage).cast(),
                 RESOLVE_MS,
             )
         };
@@ -314,18 +309,14 @@ impl CmId {
 
     /// A listening id on `port` of every IPv4 address (its waits end on a stop).
     pub fn listen(port: u16, backlog: i32, attention: Attention) -> Result<CmId> {
-        Self::listen_on(None, port, backlog, attention)
+        Self::listen_on(IpAddr::from([0u8; 4]), port, backlog, attention)
     }
 
-    /// [`CmId::listen`] on one address (`ip`), or on every one when None.
-    pub fn listen_on(
-        ip: Option<Ipv4Addr>,
-        port: u16,
-        backlog: i32,
-        attention: Attention,
-    ) -> Result<CmId> {
+    /// [`CmId::listen`] on one address (`at`); on every address of its family when it is the
+    /// unspecified one (`::` takes IPv4 clients too, as an IPv6 socket does by default).
+    pub fn listen_on(at: IpAddr, port: u16, backlog: i32, attention: Attention) -> Result<CmId> {
         Self::listen_in(
-            ip,
+            at,
             port,
             backlog,
             sys::rdma_port_space::RDMA_PS_TCP,
@@ -334,21 +325,25 @@ impl CmId {
     }
 
     fn listen_in(
-        ip: Option<Ipv4Addr>,
+        at: IpAddr,
         port: u16,
         backlog: i32,
         ps: u32,
         attention: Attention,
     ) -> Result<CmId> {
         let id = CmId::new(&EventChannel::new(attention)?, ps)?;
-        let mut sa = sockaddr(SocketAddrV4::new(ip.unwrap_or(Ipv4Addr::UNSPECIFIED), port));
-        // SAFETY: the id is alive; `sa` is a valid sockaddr_in.
+        let mut sa = sockaddr(SocketAddr::new(at, port));
+        // SAFETY: the id is alive; `sa` is a valid socket address of its family.
         let rc = unsafe {
-            sys::rdma_bind_addr(id.raw.as_ptr(), (&mut sa as *mut libc::sockaddr_in).cast())
+            sys::rdma_bind_addr(
+                id.raw.as_ptr(),
+                (&mut sa as *mut libc::sockaddr_storage).cast(),
+            )
         };
         if rc != 0 {
             return Err(Error::config(format!(
-                "RDMA CM cannot listen on port {port}: {} (another server running? pick one with -p)",
+                "RDMA CM cannot listen on port {port} of {at}: {} (another server running? pick \
+                 one with -p)",
                 std::io::Error::last_os_error()
             )));
         }

@@ -2,7 +2,7 @@
 //! (SIDR), and learns its number, its Q_Key and the path to it; the server answers with its
 //! QP's number. No connection exists afterwards; the ids only carry the lookup.
 
-use std::net::SocketAddrV4;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,23 +43,19 @@ impl CmId {
     /// traffic class `tos`, as [`CmId::resolve`]),
     /// from the local address `src` when given.
     pub fn resolve_ud(
-        src: Option<std::net::Ipv4Addr>,
-        dst: SocketAddrV4,
+        src: Option<IpAddr>,
+        dst: SocketAddr,
         tos: Option<u8>,
         attention: Attention,
     ) -> Result<CmId> {
         Self::resolve_in(src, dst, sys::rdma_port_space::RDMA_PS_UDP, tos, attention)
     }
 
-    /// A UDP-space id listening on `port` of `ip` (every IPv4 address when None).
-    pub fn listen_ud(
-        ip: Option<std::net::Ipv4Addr>,
-        port: u16,
-        backlog: i32,
-        attention: Attention,
-    ) -> Result<CmId> {
+    /// A UDP-space id listening on `port` of `at` (every address of its family when it is the
+    /// unspecified one).
+    pub fn listen_ud(at: IpAddr, port: u16, backlog: i32, attention: Attention) -> Result<CmId> {
         Self::listen_in(
-            ip,
+            at,
             port,
             backlog,
             sys::rdma_port_space::RDMA_PS_UDP,
