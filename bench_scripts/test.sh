@@ -58,7 +58,7 @@ QUICK_DEVICE=(verbs::rc_write_inline_and_from_mr verbs::rc_read verbs::rc_send_r
   verbs::ud_send_lands_after_the_grh bench::rw_tput_sender_write_two_threads_then_read
   perf::bw_tools_against_perftest_both_ways --exact)
 # The device binary's tests for the single-guest boot: all but the modules of the other boots.
-ONE_GUEST_SKIP=(--skip fabric:: --skip twonode:: --skip multinode::)
+ONE_GUEST_SKIP=(--skip fabric:: --skip twonode:: --skip ipv6only:: --skip multinode::)
 
 if [ $quick = 0 ]; then
   # Every target but the library's unit tests: they need no optimization, and at opt-level 3
@@ -233,6 +233,9 @@ on_nodes 1 fabric-tests --numa --siw -- fabric::
 
 step "two-node tests (two Soft-RoCE guests on one virtual Ethernet)"
 on_nodes 2 twonode-tests -- twonode::
+
+step "IPv6-only two-node tests (two Soft-RoCE guests whose Ethernet has no IPv4 address)"
+on_nodes 2 ipv6only-tests --ipv6-only -- ipv6only::
 
 step "three-node tests (three Soft-RoCE guests on one virtual Ethernet, sshd in each)"
 # Three one-vCPU guests on 2 cores: 7.5 minutes on a quiet host, twice that on a loaded one.

@@ -34,13 +34,18 @@ pub fn node() -> u32 {
         .expect("SOFTROCE_NODE is 0 or 1")
 }
 
+/// Node 0's registry as `--registry` takes it: `HOST:PORT`, `[HOST]:PORT` for an IPv6 node.
 pub fn registry() -> String {
     let host = if node() == 0 {
         env("RDMA_BENCH_IP")
     } else {
         env("SOFTROCE_PEER")
     };
-    format!("{host}:{}", port())
+    if host.contains(':') {
+        format!("[{host}]:{}", port())
+    } else {
+        format!("{host}:{}", port())
+    }
 }
 
 pub fn spawn(bin: &str, args: &[&str], secs: &str) -> Child {
