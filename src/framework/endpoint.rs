@@ -1,5 +1,6 @@
 //! A worker thread's verbs objects, and how it meets its peer through the registry.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,7 +11,7 @@ use crate::mem::Placement;
 use crate::registry::{Entry, Registry, WaitOptions, ENTRY_TTL_S};
 use crate::verbs::{
     Access, AddressHandle, MemoryRegion, Port, ProtectionDomain, QpCaps, QpInfo, QpSpec, QpType,
-    QueuePair, Resources, WorkCompletion,
+    QueuePair, ReadDepth, Resources, WorkCompletion,
 };
 
 /// One QP with its CQ and a registered buffer. The region owns the memory and the QP keeps the
@@ -168,12 +169,24 @@ pub fn connect_qp(
 ) -> Result<Entry> {
     let mut recv = RecvBatch::new(qp, mr, 1, 0, 0, 0)?;
     let remote = reg.rendezvous(me, peer, info, wait, |r| {
-        qp.connect(r)?;
+        let depth = qp.connect(r)?;
+        note_read_depth(&depth, qp);
         // Before we say "ready": the peer's hello may follow at once.
         recv.post(qp, 1)
     })?;
     hello(qp, mr, reg.run_id(), peer, &remote, wait)?;
     Ok(remote)
+}
+
+/// The original's 16 READs in flight per QP, held lower by a device or a peer, is said once per
+/// process: a READ rate means little without its depth.
+fn note_read_depth(depth: &ReadDepth, qp: &QueuePair) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if let Some(n) = depth.note(qp.port().context().name()) {
+        if !SAID.swap(true, Ordering::Relaxed) {
+            eprintln!("main: {n}");
+        }
+    }
 }
 
 /// How long a connected peer has to answer the hello once both sides said "ready".

@@ -168,6 +168,13 @@ fn join_group(port: &Port, qp: &mut QueuePair, group: Gid) -> Result<Option<IpGr
     Ok(ip)
 }
 
+/// The notices perftest writes to stderr (`fprintf(stderr, …)`, after a rule line on stdout);
+/// the others go to stdout, as its `printf`s.
+const ON_STDERR: &[&str] = &[
+    " Number of outstanding reads is above max",
+    " CPU Utilization works only",
+];
+
 impl Session {
     /// Opens the device, reaches the peer, agrees on versions, page size and MTU, and makes the
     /// QPs and the MR; prints perftest's banner and information block on the way.
@@ -467,7 +474,11 @@ impl Session {
         }
         for n in &notices {
             println!("{}", super::report::RESULT_LINE);
-            println!("{n}");
+            if ON_STDERR.iter().any(|p| n.starts_with(p)) {
+                eprintln!("{n}");
+            } else {
+                println!("{n}");
+            }
         }
         if inline_refused {
             println!("{}", super::report::RESULT_LINE);
@@ -574,7 +585,14 @@ impl Session {
                 timeout: self.qp_timeout,
                 qos: Some(qos),
             };
-            qp.connect_with(&remote, &p)?;
+            // perftest's initiator depth is the peer's -o; a device that initiates fewer is
+            // said once (perftest says nothing), so that a READ rate is read with its depth.
+            let depth = qp.connect_with(&remote, &p)?;
+            if i == 0 {
+                if let Some(n) = depth.note(self.port.context().name()) {
+                    eprintln!("note: {n}");
+                }
+            }
         }
         Ok(())
     }

@@ -6,7 +6,7 @@
 //!   0   4 magic "RBQP"
 //!   4   1 version (3)
 //!   5   1 active MTU of the QP's port (ibv_mtu: 1 = 256 B … 5 = 4096 B)
-//!   6   1 READs/atomics its device accepts in flight per QP (max_qp_rd_atom, at most 255)
+//!   6   1 READs/atomics the QP accepts in flight (its responder depth, at most 255; 0 unknown)
 //!   7   1 zero
 //!   8   8 run id (random per process; a reader may insist on a peer's)
 //!  16   8 published at, Unix ms

@@ -51,7 +51,7 @@ pub use op::Op;
 pub const WC_SEND: u32 = crate::sys::ibv_wc_opcode::IBV_WC_SEND;
 pub use pd::ProtectionDomain;
 pub use port::{PathQos, Port};
-pub use qp::{ConnectParams, QpCaps, QpType, QueuePair};
+pub use qp::{ConnectParams, DepthBound, QpCaps, QpType, QueuePair, ReadDepth};
 pub use qp_info::{mtu_bytes, QpInfo};
 pub use resources::{QpSpec, Resources};
 pub use srq::SharedReceiveQueue;

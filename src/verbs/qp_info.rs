@@ -22,8 +22,9 @@ pub struct QpInfo {
     /// Active MTU of its port (`ibv_mtu`: 1 = 256 B … 5 = 4096 B; 0 unknown): a connection runs
     /// at the smaller of its two ends' MTUs, as perftest's exchange agrees on.
     pub mtu: u32,
-    /// RDMA READs / atomics its device lets it accept in flight (`max_qp_rd_atom`, at most
-    /// 255; 0 unknown): the peer initiates no more than this many, whatever its own limits.
+    /// RDMA READs / atomics the QP accepts in flight (its responder depth: libhrd's 16 within
+    /// the device's `max_qp_rd_atom`; 0 unknown): the peer initiates no more than this many,
+    /// whatever its own limits.
     pub rd_atomic: u8,
 }
 

@@ -34,7 +34,7 @@ fn peer(
     let info = s.qp.info(Some(&s.mr));
     let qp = &mut s.qp;
     let remote = reg
-        .rendezvous(me, other, &info, wait, |r| qp.connect(r))
+        .rendezvous(me, other, &info, wait, |r| qp.connect(r).map(drop))
         .unwrap()
         .info;
 

@@ -13,8 +13,12 @@ use crate::error::{Error, Result};
 use crate::sys;
 use sys::ibv_qp_attr_mask as M;
 
+mod depth;
 mod mcast;
 mod post;
+
+use depth::clamp_u8;
+pub use depth::{DepthBound, ReadDepth};
 
 /// Transport of a QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -455,8 +459,8 @@ impl QueuePair {
     }
 
     /// Connects an RC or UC QP to `remote`: INIT→RTR→RTS with libhrd's parameters and the
-    /// port's ACK timeout ([`Port::with_ack_timeout`]).
-    pub fn connect(&mut self, remote: &QpInfo) -> Result<()> {
+    /// port's ACK timeout ([`Port::with_ack_timeout`]). Returns the read depths it took.
+    pub fn connect(&mut self, remote: &QpInfo) -> Result<ReadDepth> {
         let p = ConnectParams {
             timeout: self.port.ack_timeout(),
             ..ConnectParams::default()
@@ -465,8 +469,9 @@ impl QueuePair {
     }
 
     /// Connects an RC or UC QP to `remote` with explicit parameters (perftest's tools: the path
-    /// MTU both sides agreed on, the read depth each side advertised, their own PSN).
-    pub fn connect_with(&mut self, remote: &QpInfo, p: &ConnectParams) -> Result<()> {
+    /// MTU both sides agreed on, the read depth each side advertised, their own PSN). Returns
+    /// the read depths it took: `p`'s, within both devices' limits.
+    pub fn connect_with(&mut self, remote: &QpInfo, p: &ConnectParams) -> Result<ReadDepth> {
         if self.qp_type == QpType::Ud {
             return Err(Error::config(
                 "UD QPs are not connected; address peers with an AddressHandle",
@@ -509,16 +514,24 @@ impl QueuePair {
             | M::IBV_QP_DEST_QPN
             | M::IBV_QP_RQ_PSN;
         // Read depths within both devices' limits: what this side accepts within its own
-        // device's, what it initiates within its own and what the peer's device accepts (a
-        // READ beyond the responder's depth is a protocol error that kills the QP).
-        let ctx = self.port.context();
-        let responder = p.max_dest_rd_atomic.min(clamp_u8(ctx.max_qp_rd_atom()?));
-        let mut initiator = p.max_rd_atomic.min(clamp_u8(ctx.max_qp_init_rd_atom()?));
-        if remote.rd_atomic > 0 {
-            initiator = initiator.min(remote.rd_atomic);
-        }
+        // device's, what it initiates within its own and what the peer accepts.
+        let depth = match self.qp_type {
+            QpType::Rc => ReadDepth::negotiate(
+                self.port.context(),
+                p.max_rd_atomic,
+                p.max_dest_rd_atomic,
+                remote.rd_atomic,
+            )?,
+            QpType::Uc | QpType::Ud => ReadDepth {
+                initiator: 0,
+                responder: 0,
+                asked: (0, 0),
+                initiator_bound: None,
+                responder_bound: None,
+            },
+        };
         if self.qp_type == QpType::Rc {
-            rtr.max_dest_rd_atomic = responder;
+            rtr.max_dest_rd_atomic = depth.responder;
             rtr.min_rnr_timer = defaults::MIN_RNR_TIMER;
             mask |= M::IBV_QP_MAX_DEST_RD_ATOMIC | M::IBV_QP_MIN_RNR_TIMER;
         }
@@ -534,14 +547,15 @@ impl QueuePair {
             rts.timeout = p.timeout;
             rts.retry_cnt = defaults::RETRY_CNT;
             rts.rnr_retry = defaults::RNR_RETRY;
-            rts.max_rd_atomic = initiator;
+            rts.max_rd_atomic = depth.initiator;
             mask = mask
                 | M::IBV_QP_TIMEOUT
                 | M::IBV_QP_RETRY_CNT
                 | M::IBV_QP_RNR_RETRY
                 | M::IBV_QP_MAX_QP_RD_ATOMIC;
         }
-        self.modify(&rts, mask)
+        self.modify(&rts, mask)?;
+        Ok(depth)
     }
 
     /// A UD QP's Q_Key (the RDMA CM's, instead of libhrd's default): the key datagrams sent to
@@ -570,8 +584,13 @@ impl QueuePair {
             buf_size: mr.map_or(0, |m| m.len() as u64),
             rkey: mr.map_or(0, |m| m.rkey()),
             mtu: self.port.attr().active_mtu,
+            // What `connect` sets as responder: the peer initiates no more than that.
             rd_atomic: match self.qp_type {
-                QpType::Rc => self.port.context().max_qp_rd_atom().map_or(0, clamp_u8),
+                QpType::Rc => self
+                    .port
+                    .context()
+                    .max_qp_rd_atom()
+                    .map_or(0, |n| clamp_u8(n).min(defaults::MAX_RD_ATOMIC)),
                 QpType::Uc | QpType::Ud => 0,
             },
         }
@@ -653,9 +672,4 @@ fn raw_caps(c: QpCaps) -> sys::ibv_qp_cap {
         max_recv_sge: c.max_recv_sge,
         max_inline_data: c.max_inline_data,
     }
-}
-
-/// A device limit as the one byte the verbs' read depths are.
-fn clamp_u8(n: u32) -> u8 {
-    n.min(255) as u8
 }

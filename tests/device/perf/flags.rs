@@ -677,3 +677,55 @@ fn multicast_with_mcg_and_mgid() {
         "{err}"
     );
 }
+
+/// `-o` above the device's `max_qp_rd_atom` (Soft-RoCE: 128) is clamped to it with perftest's
+/// notice, by ours as by perftest, and the run goes on at that depth; a smaller `-o` on the
+/// server is the depth the client's READs keep in flight (perftest's rule: the initiator takes
+/// the peer's -o), within the device's limit, so nothing is said.
+#[test]
+fn read_depth_is_clamped_to_the_device() {
+    let on = On::testbed();
+    // The device's own limit, as ibv_devinfo reads it.
+    let info = std::process::Command::new("ibv_devinfo")
+        .args(["-v", "-d", &on.device])
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    let max: u32 = info
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("max_qp_rd_atom:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no max_qp_rd_atom in ibv_devinfo -v:\n{info}"));
+    assert!(
+        max < 200,
+        "{}: max_qp_rd_atom {max} does not clamp -o 200",
+        on.device
+    );
+    let deep: &[&str] = &["-n", "200", "-s", "64", "-o", "200"];
+    let notice =
+        format!(" Number of outstanding reads is above max = {max}\n Changing to that max value");
+    let header = format!(" Outstand reads  : {max}");
+    for (server, client) in [(Who::Perftest, Who::Ours), (Who::Ours, Who::Perftest)] {
+        let (s, c) = sides(&on, "read-bw", (server, deep), (client, deep));
+        both_ok(&format!("read-bw -o 200, server {server:?}"), &s, &c);
+        for (side, who, r) in [("server", server, &s), ("client", client, &c)] {
+            assert!(r.out.contains(&header), "{side}:\n{}", r.out);
+            // Ours says so on stderr, after a rule line on stdout, as perftest's ctx_set_out_reads
+            // does (Debian's perftest 4.5 clamps its server silently).
+            assert!(
+                who == Who::Perftest || r.err.contains(&notice),
+                "{side} of read-bw -o 200 ({server:?} serves):\n{}",
+                r.err
+            );
+        }
+    }
+    let (s, c) = sides(
+        &on,
+        "read-bw",
+        (Who::Ours, &["-n", "200", "-s", "64", "-o", "4"]),
+        (Who::Ours, &["-n", "200", "-s", "64"]),
+    );
+    both_ok("read-bw, server -o 4", &s, &c);
+    assert!(s.out.contains(" Outstand reads  : 4"), "{}", s.out);
+    assert!(!c.err.contains("READs/atomics in flight"), "{}", c.err);
+}
