@@ -12,10 +12,11 @@
 //! every bucket; scan every bucket for the key's tag and prefetch the item it points at; then do
 //! the work, when both lines have had a whole pass to arrive. Unlike MICA's, the result is
 //! exactly that of running the operations one by one in order: once an insert of the batch has
-//! run (it may have changed a bucket that a later operation scanned before it), the third pass
-//! re-reads the one slot the scan's answer depends on; liveness is checked against the head as it
-//! is at the operation's turn, and a GET copies its value out then. The key is already a hash:
-//! bucket and tag are bit fields of it, never hashed again.
+//! run (it changed one slot of one bucket, which a later operation may have scanned before it),
+//! the third pass scans again the buckets that may have taken an insert (one bit per bucket
+//! number mod 64); liveness is checked against the head as it is at the operation's turn, and a
+//! GET copies its value out then. The key is already a hash: bucket and tag are bit fields of it,
+//! never hashed again.
 
 pub mod bench;
 mod zipf;
@@ -23,6 +24,8 @@ mod zipf;
 pub use zipf::Zipf;
 
 use crate::error::{Error, Result};
+use std::mem::MaybeUninit;
+
 use crate::mem::{prefetch_ptr, HugeBuffer, Placement};
 
 /// MICA's GET opcode.
@@ -247,11 +250,6 @@ fn slot_of(p: ProbeWord) -> usize {
 }
 
 #[inline(always)]
-fn holds(slot: u64, want: u64) -> bool {
-    (slot ^ want) < 1 << LOG_BITS
-}
-
-#[inline(always)]
 fn scan(bucket: &[u64; SLOTS], want: u64) -> ProbeWord {
     for (j, &s) in bucket.iter().enumerate() {
         // `want` has bit 63 set: `t` is below 2^40 at the tag, at least 2^63 at a free slot and
@@ -268,69 +266,61 @@ fn scan(bucket: &[u64; SLOTS], want: u64) -> ProbeWord {
     FULL
 }
 
-/// What `scan` would say now, from what it said before this batch's earlier inserts: one slot
-/// read. Inserts are the only index writes; they reuse the tag's slot, else take the first free
-/// one, else overwrite slot `tag mod 8` of a full bucket. So a hit slot that still holds the tag
-/// is the hit (with the offset it has now); a free slot that is still free means no slot took
-/// the tag; a full bucket stays full and only its slot `tag mod 8` can have taken the tag.
-#[inline(always)]
-fn rescan(bucket: &[u64; SLOTS], before: ProbeWord, want: u64) -> ProbeWord {
-    let j = if before == FULL {
-        ((want >> LOG_BITS) as usize) % SLOTS
-    } else {
-        slot_of(before)
-    };
-    let s = bucket[j];
-    if holds(s, want) {
-        return s | (j as u64) << 56;
-    }
-    match before {
-        FULL => FULL,
-        _ if !is_hit(before) && s & IN_USE == 0 => before,
-        _ => scan(bucket, want),
-    }
-}
-
 /// One operation of a batch, given its probe word as it stands now; true if it inserted (moved
-/// the head, and maybe a slot).
+/// the head, and maybe a slot). A PUT first tries the update in place (the common case: the
+/// key's live item has the op's length, which an insert has checked) and checks the length only
+/// on its way to an insert.
 #[inline(always)]
 fn run_one(
     op: &Op,
     probe: ProbeWord,
     r: &mut Resp,
-    buckets: &mut [[u64; SLOTS]],
-    mask: u64,
+    index: &mut Index<'_>,
     log: &mut Log<'_>,
     stats: &mut Stats,
 ) -> bool {
     let key = op.key;
-    r.len = 0;
+    let item = log.find(probe, key);
     if op.opcode == OP_GET {
         stats.gets += 1;
-        if let Some(w) = log.find(probe, key) {
+        if let Some(w) = item {
             r.kind = RESP_GET_SUCCESS;
             r.len = w[16];
             r.value.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
         } else {
             stats.get_misses += 1;
             r.kind = RESP_GET_FAIL;
+            r.len = 0;
         }
         return false;
     }
-    r.kind = RESP_GET_FAIL;
-    if op.opcode != OP_PUT || !(1..=MAX_VALUE as u8).contains(&op.val_len) {
+    r.len = 0;
+    if op.opcode != OP_PUT {
+        r.kind = RESP_GET_FAIL;
+        return false;
+    }
+    // An item's length byte is 1..=MAX_VALUE (its insert checked it): equal means valid.
+    if let Some(w) = item.filter(|w| w[16] == op.val_len) {
+        write_value(w, &op.value, usize::from(op.val_len));
+        stats.puts += 1;
+        r.kind = RESP_PUT_SUCCESS;
+        return false;
+    }
+    if !(1..=MAX_VALUE as u8).contains(&op.val_len) {
+        r.kind = RESP_GET_FAIL;
         return false;
     }
     stats.puts += 1;
     r.kind = RESP_PUT_SUCCESS;
-    let len = usize::from(op.val_len);
-    if log.update(probe, key, len, &op.value) {
-        return false;
-    }
-    match buckets.get_mut((u64::from(key.bucket()) & mask) as usize) {
-        Some(bucket) => log.insert(bucket, probe, key, len, &op.value, stats),
-        None => r.kind = RESP_GET_FAIL,
-    }
+    let bucket = index.bucket_mut(key);
+    log.insert(
+        bucket,
+        probe,
+        key,
+        usize::from(op.val_len),
+        &op.value,
+        stats,
+    );
     true
 }
 
@@ -342,18 +332,65 @@ fn key_at(w: &[u8; MAX_ITEM]) -> u128 {
     u128::from_le_bytes(k)
 }
 
-/// Copies a value of `len` bytes into an item's value field, whole words (the item's padding
-/// takes the rest of the last one) and never past the item: one fixed-size copy per length class.
+/// Copies a value of `len` bytes (1..=MAX_VALUE) into an item's value field, whole words (the
+/// item's padding takes the rest of the last one) and never past the item: one fixed-size copy
+/// per length class, picked by one jump on the class.
 #[inline(always)]
 fn write_value(dst: &mut [u8; MAX_ITEM], src: &[u8; MAX_VALUE], len: usize) {
     let d = &mut dst[HEADER..];
-    match len {
-        0..=8 => d[..8].copy_from_slice(&src[..8]),
-        9..=16 => d[..16].copy_from_slice(&src[..16]),
-        17..=24 => d[..24].copy_from_slice(&src[..24]),
-        25..=32 => d[..32].copy_from_slice(&src[..32]),
-        33..=40 => d[..40].copy_from_slice(&src[..40]),
+    match len.wrapping_sub(1) >> 3 {
+        0 => d[..8].copy_from_slice(&src[..8]),
+        1 => d[..16].copy_from_slice(&src[..16]),
+        2 => d[..24].copy_from_slice(&src[..24]),
+        3 => d[..32].copy_from_slice(&src[..32]),
+        4 => d[..40].copy_from_slice(&src[..40]),
         _ => d[..MAX_VALUE].copy_from_slice(src),
+    }
+}
+
+/// The index as one batch works on it: its buckets and the mask that picks one.
+struct Index<'a> {
+    buckets: &'a mut [[u64; SLOTS]],
+    /// Below `buckets.len()` ([`Index::of`] checks), so every `bucket & mask` is in bounds.
+    mask: u64,
+}
+
+impl<'a> Index<'a> {
+    /// The index in `buffer`, with buckets `bucket & mask`.
+    #[inline(always)]
+    fn of(buffer: &'a mut HugeBuffer, mask: u64) -> Index<'a> {
+        let buckets = buffer.words_mut().as_chunks_mut::<SLOTS>().0;
+        // Once a batch: what makes the unchecked accesses below sound.
+        assert!(mask < buckets.len() as u64, "index mask past the buckets");
+        Index { buckets, mask }
+    }
+
+    #[inline(always)]
+    fn slot_index(&self, key: Key) -> usize {
+        let b = (u64::from(key.bucket()) & self.mask) as usize;
+        debug_assert!(b < self.buckets.len());
+        b
+    }
+
+    /// Where `key`'s bucket is, for a prefetch.
+    #[inline(always)]
+    fn bucket_ptr(&self, key: Key) -> *const [u64; SLOTS] {
+        self.buckets.as_ptr().wrapping_add(self.slot_index(key))
+    }
+
+    #[inline(always)]
+    fn bucket(&self, key: Key) -> &[u64; SLOTS] {
+        let b = self.slot_index(key);
+        // SAFETY: `b <= mask < buckets.len()` (the field's invariant). The check this saves is
+        // on every operation's scan.
+        unsafe { self.buckets.get_unchecked(b) }
+    }
+
+    #[inline(always)]
+    fn bucket_mut(&mut self, key: Key) -> &mut [u64; SLOTS] {
+        let b = self.slot_index(key);
+        // SAFETY: as in `bucket`.
+        unsafe { self.buckets.get_unchecked_mut(b) }
     }
 }
 
@@ -375,7 +412,43 @@ struct Log<'a> {
     g: Geometry,
 }
 
-impl Log<'_> {
+impl<'a> Log<'a> {
+    /// The log in `buffer`, with geometry `g` (written back by the caller when the work is done).
+    #[inline(always)]
+    fn of(buffer: &'a mut HugeBuffer, g: Geometry) -> Log<'a> {
+        let bytes = buffer.bytes_mut();
+        // Once a batch: with the index's offsets (see `window`), what makes `window` sound.
+        assert!(
+            bytes.len() as u64 >= g.cap,
+            "log buffer shorter than the log"
+        );
+        Log { bytes, g }
+    }
+
+    /// The `MAX_ITEM` bytes at `offset` in the log, where the index may point.
+    #[inline(always)]
+    fn window(&mut self, offset: u64) -> &mut [u8; MAX_ITEM] {
+        let o = (offset & self.g.mask) as usize;
+        debug_assert!(o + MAX_ITEM <= self.bytes.len());
+        // SAFETY: every offset an index slot holds is 0 (a free slot) or the start of an item
+        // that `insert` wrote, and no item starts within `MAX_ITEM` bytes of the log's end
+        // (`insert` wraps first), so `o + MAX_ITEM <= cap` (`cap = mask + 1`, at least 4 KiB);
+        // `bytes` holds at least `cap` bytes (`Log::of` checks). The check this saves is on every
+        // hit.
+        unsafe { &mut *self.bytes.as_mut_ptr().add(o).cast::<[u8; MAX_ITEM]>() }
+    }
+
+    /// Prefetches the item a hit probe word points at (a small item may span two lines).
+    #[inline(always)]
+    fn prefetch(&self, probe: ProbeWord) {
+        let item = self
+            .bytes
+            .as_ptr()
+            .wrapping_add((probe & self.g.mask) as usize);
+        prefetch_ptr(item);
+        prefetch_ptr(item.wrapping_add(64));
+    }
+
     /// The `MAX_ITEM` window of the item a hit probe word points at, if the head has not passed
     /// it and it is `key`'s.
     #[inline(always)]
@@ -387,8 +460,7 @@ impl Log<'_> {
         if self.g.head.wrapping_sub(offset) & OFFSET_MASK > self.g.live_span {
             return None;
         }
-        let o = (offset & self.g.mask) as usize;
-        let w: &mut [u8; MAX_ITEM] = self.bytes.get_mut(o..o + MAX_ITEM)?.try_into().ok()?;
+        let w = self.window(offset);
         (key_at(w) == key.0).then_some(w)
     }
 
@@ -412,13 +484,12 @@ impl Log<'_> {
             stats.log_wraps += 1;
         }
         let offset = g.head;
-        let o = (offset & g.mask) as usize;
-        if let Some(w) = self.bytes.get_mut(o..o + MAX_ITEM) {
-            w[..16].copy_from_slice(&key.0.to_le_bytes());
-            w[16..HEADER].copy_from_slice(&(len as u64).to_le_bytes());
-            w[HEADER..HEADER + MAX_VALUE].copy_from_slice(value);
-        }
         g.head += (HEADER + len.next_multiple_of(8)) as u64;
+        // The wrap above is what makes `window`'s bound hold for the offset the slot gets.
+        let w = self.window(offset);
+        w[..16].copy_from_slice(&key.0.to_le_bytes());
+        w[16..HEADER].copy_from_slice(&(len as u64).to_le_bytes());
+        w[HEADER..HEADER + MAX_VALUE].copy_from_slice(value);
         let j = if probe == FULL {
             stats.index_evictions += 1;
             key.tag() as usize % SLOTS
@@ -472,30 +543,15 @@ impl Store {
         })
     }
 
-    /// The index as buckets, the log, and the bucket mask, borrowed apart.
-    #[inline(always)]
-    fn parts(&mut self) -> (&mut [[u64; SLOTS]], Log<'_>, u64) {
-        (
-            self.index.words_mut().as_chunks_mut::<SLOTS>().0,
-            Log {
-                bytes: self.log.bytes_mut(),
-                g: self.geometry,
-            },
-            self.bucket_mask,
-        )
-    }
-
     /// GET: copies `key`'s value into `out` and returns its length, or `None` on a miss.
     pub fn get(&mut self, key: Key, out: &mut [u8; MAX_VALUE]) -> Option<usize> {
         self.stats.gets += 1;
-        let (buckets, mut log, mask) = self.parts();
-        let found = buckets
-            .get((u64::from(key.bucket()) & mask) as usize)
-            .and_then(|bucket| {
-                let w = log.find(scan(bucket, key.want()), key)?;
-                out.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
-                Some(usize::from(w[16]))
-            });
+        let index = Index::of(&mut self.index, self.bucket_mask);
+        let mut log = Log::of(&mut self.log, self.geometry);
+        let found = log.find(scan(index.bucket(key), key.want()), key).map(|w| {
+            out.copy_from_slice(&w[HEADER..HEADER + MAX_VALUE]);
+            usize::from(w[16])
+        });
         if found.is_none() {
             self.stats.get_misses += 1;
         }
@@ -515,12 +571,12 @@ impl Store {
         v[..value.len()].copy_from_slice(value);
         let mut stats = self.stats;
         stats.puts += 1;
-        let (buckets, mut log, mask) = self.parts();
-        if let Some(bucket) = buckets.get_mut((u64::from(key.bucket()) & mask) as usize) {
-            let probe = scan(bucket, key.want());
-            if !log.update(probe, key, value.len(), &v) {
-                log.insert(bucket, probe, key, value.len(), &v, &mut stats);
-            }
+        let mut index = Index::of(&mut self.index, self.bucket_mask);
+        let mut log = Log::of(&mut self.log, self.geometry);
+        let bucket = index.bucket_mut(key);
+        let probe = scan(bucket, key.want());
+        if !log.update(probe, key, value.len(), &v) {
+            log.insert(bucket, probe, key, value.len(), &v, &mut stats);
         }
         self.geometry = log.g;
         self.stats = stats;
@@ -545,40 +601,50 @@ impl Store {
     fn batch_upto_max(&mut self, ops: &[Op], resps: &mut [Resp]) {
         let n = ops.len().min(resps.len()).min(MAX_BATCH);
         let (ops, resps) = (&ops[..n], &mut resps[..n]);
-        let mut probes = [FULL; MAX_BATCH];
+        // Written for each of the first `n` ops by the scan below, read only for those.
+        let mut probes = [MaybeUninit::<ProbeWord>::uninit(); MAX_BATCH];
+        // A copy, so that the counters live in registers or the stack frame in the loops.
         let mut stats = self.stats;
-        let (buckets, mut log, mask) = self.parts();
-        let bucket_of = |op: &Op| (u64::from(op.key.bucket()) & mask) as usize;
+        let (mut index, mut log) = (
+            Index::of(&mut self.index, self.bucket_mask),
+            Log::of(&mut self.log, self.geometry),
+        );
         // The buckets, all at once.
         for op in ops {
-            prefetch_ptr(buckets.as_ptr().wrapping_add(bucket_of(op)));
+            prefetch_ptr(index.bucket_ptr(op.key));
         }
-        // The tags, and the items they point at (a small item may span two lines).
+        // The tags, and the items they point at.
         for (op, p) in ops.iter().zip(&mut probes) {
-            if let Some(bucket) = buckets.get(bucket_of(op)) {
-                *p = scan(bucket, op.key.want());
-                if is_hit(*p) {
-                    let item = log.bytes.as_ptr().wrapping_add((*p & log.g.mask) as usize);
-                    prefetch_ptr(item);
-                    prefetch_ptr(item.wrapping_add(64));
-                }
+            let probe = p.write(scan(index.bucket(op.key), op.key.want()));
+            if is_hit(*probe) {
+                log.prefetch(*probe);
             }
         }
+        // SAFETY: the loop above wrote probes[..n] (`ops` has `n` items, `probes` more).
+        let probes = unsafe { &*(&raw const probes[..n] as *const [ProbeWord]) };
         // The work, in order. Until the batch's first insert nothing has changed the index since
-        // the scans and their probes stand; after it, each is checked again (`rescan`: one slot
-        // read).
-        let mut work = ops.iter().zip(&probes[..n]).zip(resps.iter_mut());
+        // the scans, and their probes stand. After it, an op whose bucket may have taken an
+        // insert scans again (`dirty`: one bit per bucket number mod 64, set by each insert).
+        let dirty_mask = index.mask & 63;
+        let dirty_bit = |key: Key| 1u64 << (u64::from(key.bucket()) & dirty_mask);
+        let mut work = ops.iter().zip(probes).zip(resps.iter_mut());
+        let mut dirty = 0;
         for ((op, &probe), r) in work.by_ref() {
-            if run_one(op, probe, r, buckets, mask, &mut log, &mut stats) {
+            if run_one(op, probe, r, &mut index, &mut log, &mut stats) {
+                dirty = dirty_bit(op.key);
                 break;
             }
         }
         for ((op, &probe), r) in work {
-            let probe = match buckets.get(bucket_of(op)) {
-                Some(bucket) => rescan(bucket, probe, op.key.want()),
-                None => FULL,
+            let bit = dirty_bit(op.key);
+            let probe = if dirty & bit == 0 {
+                probe
+            } else {
+                scan(index.bucket(op.key), op.key.want())
             };
-            run_one(op, probe, r, buckets, mask, &mut log, &mut stats);
+            if run_one(op, probe, r, &mut index, &mut log, &mut stats) {
+                dirty |= bit;
+            }
         }
         self.geometry = log.g;
         self.stats = stats;

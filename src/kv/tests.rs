@@ -251,9 +251,9 @@ fn one_by_one(s: &mut Store, o: &Op) -> (u8, Vec<u8>) {
             Some(v) => (RESP_GET_SUCCESS, v),
             None => (RESP_GET_FAIL, vec![]),
         },
-        OP_PUT => match s.put(o.key, &o.value[..o.val_len as usize]) {
-            Ok(()) => (RESP_PUT_SUCCESS, vec![]),
-            Err(_) => (RESP_GET_FAIL, vec![]),
+        OP_PUT => match o.value.get(..o.val_len as usize).map(|v| s.put(o.key, v)) {
+            Some(Ok(())) => (RESP_PUT_SUCCESS, vec![]),
+            _ => (RESP_GET_FAIL, vec![]),
         },
         _ => (RESP_GET_FAIL, vec![]),
     }
@@ -289,7 +289,12 @@ fn a_batch_is_its_operations_run_in_order() {
                         2..=7 => OP_PUT,
                         _ => OP_GET,
                     };
-                    op(code, k, &v)
+                    let mut o = op(code, k, &v);
+                    if code == OP_PUT && rng.next().is_multiple_of(16) {
+                        // A bad length: refused, even for a key whose item is in the store.
+                        o.val_len = [0, MAX_VALUE as u8 + 1, 255][(rng.next() % 3) as usize];
+                    }
+                    o
                 })
                 .collect();
             batched.batch(&ops, &mut resps);
