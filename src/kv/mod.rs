@@ -228,42 +228,29 @@ impl StoreConfig {
     }
 }
 
-/// A probe word: what a scan of a key's bucket found, in one `u64`. Buckets fill from slot 0 and
-/// a slot is never emptied, so the slots in use are a prefix and a scan stops at the tag or at
-/// the first free slot.
-/// - the tag is in slot `j` (the only one: a bucket holds a tag once): the slot word (bit 63
-///   set) with `j` in bits 56..58 (always zero in a slot);
-/// - no slot has the tag, slot `j` is the first free one: `j`;
-/// - every slot is in use, none with the tag: [`FULL`].
+/// A probe word: what a scan of a key's bucket found, in one `u64`: the slot word that holds the
+/// key's tag (bit 63 set), or [`MISS`]. Buckets fill from slot 0 and a slot is never emptied, so
+/// the slots in use are a prefix and a scan stops at the tag or at the first free slot. Which
+/// slot it was is not kept: only an insert needs it, and it looks again ([`Log::insert`]).
 type ProbeWord = u64;
-const FULL: ProbeWord = SLOTS as u64;
+const MISS: ProbeWord = 0;
 
 #[inline(always)]
 fn is_hit(p: ProbeWord) -> bool {
     (p as i64) < 0
 }
 
-/// The slot a probe word names (the tag's, or the first free one; `FULL`: none).
-#[inline(always)]
-fn slot_of(p: ProbeWord) -> usize {
-    (if is_hit(p) { p >> 56 } else { p }) as usize % SLOTS
-}
-
 #[inline(always)]
 fn scan(bucket: &[u64; SLOTS], want: u64) -> ProbeWord {
-    for (j, &s) in bucket.iter().enumerate() {
+    for &s in bucket {
         // `want` has bit 63 set: `t` is below 2^40 at the tag, at least 2^63 at a free slot and
         // in between at another key's slot, so one compare tells "stop here".
         let t = s ^ want;
         if t.wrapping_sub(1 << LOG_BITS) >= (1 << 63) - (1 << LOG_BITS) {
-            return if t < 1 << LOG_BITS {
-                s | (j as u64) << 56
-            } else {
-                j as u64
-            };
+            return if t < 1 << LOG_BITS { s } else { MISS };
         }
     }
-    FULL
+    MISS
 }
 
 /// One operation of a batch, given its probe word as it stands now; true if it inserted (moved
@@ -312,10 +299,8 @@ fn run_one(
     }
     stats.puts += 1;
     r.kind = RESP_PUT_SUCCESS;
-    let bucket = index.bucket_mut(key);
     log.insert(
-        bucket,
-        probe,
+        index.bucket_mut(key),
         key,
         usize::from(op.val_len),
         &op.value,
@@ -464,14 +449,13 @@ impl<'a> Log<'a> {
         (key_at(w) == key.0).then_some(w)
     }
 
-    /// Appends `key`'s item at the head and points the slot `probe` names at it: the tag's slot
-    /// (an older item of this key, or a colliding key, which is lost), else the first free one,
-    /// else slot `tag mod 8` of the full bucket (an eviction).
+    /// Appends `key`'s item at the head and points `key`'s slot in `bucket` at it: the one with
+    /// its tag (an older item of this key, or a colliding key's, which is lost), else the first
+    /// free one, else slot `tag mod 8` of the full bucket (an eviction).
     #[inline(always)]
     fn insert(
         &mut self,
         bucket: &mut [u64; SLOTS],
-        probe: ProbeWord,
         key: Key,
         len: usize,
         value: &[u8; MAX_VALUE],
@@ -490,13 +474,18 @@ impl<'a> Log<'a> {
         w[..16].copy_from_slice(&key.0.to_le_bytes());
         w[16..HEADER].copy_from_slice(&(len as u64).to_le_bytes());
         w[HEADER..HEADER + MAX_VALUE].copy_from_slice(value);
-        let j = if probe == FULL {
-            stats.index_evictions += 1;
-            key.tag() as usize % SLOTS
-        } else {
-            slot_of(probe)
+        let want = key.want();
+        let j = match bucket
+            .iter()
+            .position(|&s| (s ^ want) < 1 << LOG_BITS || s & IN_USE == 0)
+        {
+            Some(j) => j,
+            None => {
+                stats.index_evictions += 1;
+                key.tag() as usize % SLOTS
+            }
         };
-        bucket[j] = key.want() | (offset & OFFSET_MASK);
+        bucket[j] = want | (offset & OFFSET_MASK);
     }
 
     /// PUT `value[..len]` (1..=MAX_VALUE bytes) in place, if `key`'s live item has that length.
@@ -576,7 +565,7 @@ impl Store {
         let bucket = index.bucket_mut(key);
         let probe = scan(bucket, key.want());
         if !log.update(probe, key, value.len(), &v) {
-            log.insert(bucket, probe, key, value.len(), &v, &mut stats);
+            log.insert(bucket, key, value.len(), &v, &mut stats);
         }
         self.geometry = log.g;
         self.stats = stats;
