@@ -184,16 +184,35 @@ impl MemoryRegion {
         v
     }
 
-    /// Copies `src` into the region at `off` with relaxed atomic stores. Data that a posted, not
-    /// yet completed WR reads from here may go out old or new: order your writes with
-    /// completions.
+    /// Copies `src` into the region at `off` with relaxed atomic stores, eight bytes at a time
+    /// where aligned (a reply path copies every value it sends through here: a byte at a time
+    /// was ~60 instructions of a 32-byte value). Data that a posted, not yet completed WR reads
+    /// from here may go out old or new: order your writes with completions.
     ///
     /// # Panics
     /// If the range is outside the region.
+    #[inline]
     pub fn write(&self, off: usize, src: &[u8]) {
         let dst = self.range(off, src.len());
-        for (i, &b) in src.iter().enumerate() {
+        let head = dst.align_offset(8).min(src.len());
+        let (first, rest) = src.split_at(head);
+        for (i, &b) in first.iter().enumerate() {
             byte_at(dst, i).store(b, Ordering::Relaxed);
+        }
+        let words = rest.chunks_exact(8);
+        let tail = words.remainder();
+        for (w, bytes) in words.enumerate() {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(bytes);
+            // SAFETY: `dst + head` is 8-aligned and word `w` lies inside the checked range
+            // (head + 8·(w+1) ≤ src.len()), in a mapping that lives as long as `self`; all CPU
+            // access to region memory is atomic, so this races with nothing.
+            unsafe { AtomicU64::from_ptr(dst.add(head).cast::<u64>().add(w)) }
+                .store(u64::from_ne_bytes(word), Ordering::Relaxed);
+        }
+        let at = src.len() - tail.len();
+        for (i, &b) in tail.iter().enumerate() {
+            byte_at(dst, at + i).store(b, Ordering::Relaxed);
         }
     }
 
