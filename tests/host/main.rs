@@ -7,6 +7,7 @@
 mod common;
 
 mod cli;
+mod herd_worker_instr;
 mod history;
 mod kv_bench;
 mod registry;
