@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::mem::HugePolicy;
+use crate::mem::{HugePolicy, Placement};
 
 fn store(buckets: usize, log_bytes: usize) -> Store {
     Store::new(StoreConfig {
