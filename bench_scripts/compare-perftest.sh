@@ -74,14 +74,14 @@ B=${COMPARE_BIN:-target/release}
 GATE=${COMPARE_GATE:-}
 [ -z "$GATE" ] || [[ $GATE =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
   { echo "compare-perftest.sh: COMPARE_GATE must be a margin in percent, e.g. 5 (got '$GATE')" >&2; exit 2; }
-dev=${RDMA_BENCH_DEVICE:-$(basename "$(dirname "$(dirname "$(grep -l ACTIVE /sys/class/infiniband/*/ports/*/state | head -1)")")")}
+dev=$(active_device)
 gid=${RDMA_BENCH_GID_INDEX:-}
 pt=(-d "$dev" -F)
 [ -n "$gid" ] && pt+=(-x "$gid")
 ours_dev=(--device "$dev")
 [ -n "$gid" ] && ours_dev+=(--gid-index "$gid")
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_tcp_port)
 user=(); [ "$(id -u)" = 0 ] && user=(-u root)
 memcached -l 127.0.0.1 -p "$port" -U 0 "${user[@]}" &
 mc=$!

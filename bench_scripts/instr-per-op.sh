@@ -19,10 +19,10 @@ done
 B=${INSTR_BIN:-target/release}
 N1=${INSTR_N1:-50000}
 N2=${INSTR_N2:-250000}
-dev=${RDMA_BENCH_DEVICE:-$(basename "$(dirname "$(dirname "$(grep -l ACTIVE /sys/class/infiniband/*/ports/*/state | head -1)")")")}
+dev=$(active_device)
 args=(--device "$dev")
 [ -n "${RDMA_BENCH_GID_INDEX:-}" ] && args+=(--gid-index "$RDMA_BENCH_GID_INDEX")
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_tcp_port)
 user=(); [ "$(id -u)" = 0 ] && user=(-u root)
 memcached -l 127.0.0.1 -p "$port" -U 0 "${user[@]}" &
 mc=$!

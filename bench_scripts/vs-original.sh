@@ -148,7 +148,7 @@ if [ "$VS_INSTR" = 1 ]; then
   if command -v valgrind >/dev/null; then have_valgrind=1; else echo "$prog: valgrind not installed: no instr/op columns" >&2; fi
 fi
 rm -rf "${logs:?}"/*
-dev=${RDMA_BENCH_DEVICE:-$(basename "$(dirname "$(dirname "$(grep -l ACTIVE /sys/class/infiniband/*/ports/*/state | head -1)")")")}
+dev=$(active_device)
 ours_dev=(--device "$dev")
 export HRD_REGISTRY_IP=127.0.0.1
 if [ -n "${RDMA_BENCH_GID_INDEX:-}" ]; then

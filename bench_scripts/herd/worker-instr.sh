@@ -35,7 +35,7 @@ on_device "${INSTR_TIMEOUT:-1200}" target/instr-herd "$0" "$@"
 for t in valgrind memcached python3; do
   command -v $t >/dev/null || { echo "$prog: $t not found (bench_scripts/softroce.sh setup installs it)" >&2; exit 1; }
 done
-dev=${RDMA_BENCH_DEVICE:-$(basename "$(dirname "$(dirname "$(grep -l ACTIVE /sys/class/infiniband/*/ports/*/state | head -1)")")")}
+dev=$(active_device)
 common=(--device "$dev" --num-workers 1 --num-clients 4 --postlist 4 --window 16
   --update-percentage 5 --num-keys 65536 --num-buckets 16384 --log-bytes 8388608
   --hugepages off --connect-timeout 120)
@@ -48,7 +48,7 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 ir() { # HERD_BIN REQUESTS NAME -> total Ir of the worker process
   local bin=$1 n=$2 name=$3 port mc ma cl
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_tcp_port)
   memcached -l 127.0.0.1 -p "$port" -U 0 "${user[@]}" &
   mc=$!
   sleep 0.5

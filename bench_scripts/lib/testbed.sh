@@ -20,3 +20,14 @@ on_device() {
   fi
   exec "$testbed_dir/softroce.sh" run "${opts[@]}" -- "$@"
 }
+
+# active_device: RDMA_BENCH_DEVICE (what softroce.sh sets), else the first device with an ACTIVE
+# port (what on_device waited for).
+active_device() {
+  echo "${RDMA_BENCH_DEVICE:-$(basename "$(dirname "$(dirname "$(grep -l ACTIVE /sys/class/infiniband/*/ports/*/state | head -1)")")")}"
+}
+
+# free_tcp_port: a TCP port on 127.0.0.1 that nothing listens on now (for a private memcached).
+free_tcp_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
