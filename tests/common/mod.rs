@@ -21,6 +21,15 @@ use rdma_bench::verbs::{
     Access, CompletionQueue, MemoryRegion, Port, ProtectionDomain, QpCaps, QpType, QueuePair,
 };
 
+/// A finished process's exit code (-1 if a signal ended it), stdout and stderr, as text.
+pub fn output_of(o: std::process::Output) -> (i32, String, String) {
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// Polls `cond` (every 100 ms) until it holds; fails after `bound`.
 pub fn wait_for(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + bound;

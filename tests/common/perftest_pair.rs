@@ -91,12 +91,8 @@ pub struct Ran {
 }
 
 pub fn wait(c: Child) -> Ran {
-    let o = c.wait_with_output().unwrap();
-    Ran {
-        code: o.status.code().unwrap_or(-1),
-        out: String::from_utf8_lossy(&o.stdout).into_owned(),
-        err: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    let (code, out, err) = super::output_of(c.wait_with_output().unwrap());
+    Ran { code, out, err }
 }
 
 /// Waits (30 s at most) until something listens on `port`: an RDMA CM id in LISTEN

@@ -135,11 +135,7 @@ pub fn netdev() -> String {
 /// Waits for `c`; returns its exit code, stdout and stderr.
 pub fn outcome(c: Child) -> (i32, String, String) {
     let o = c.wait_with_output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    super::output_of(o)
 }
 
 /// rw-tput-sender between the nodes: node 0 the server (it posts and counts for `secs`), node 1

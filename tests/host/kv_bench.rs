@@ -12,11 +12,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
         .args(args)
         .output()
         .expect("rdma-bench runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::common::output_of(out)
 }
 
 #[test]

@@ -17,11 +17,7 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         .envs(env.iter().copied())
         .output()
         .expect("vs-original.sh runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::common::output_of(out)
 }
 
 fn fresh_dir(name: &str) -> PathBuf {

@@ -60,11 +60,7 @@ fn fleet(hosts: &[String], out: &Path, extra: &[&str]) -> (i32, String, String) 
         ])
         .output()
         .expect("rdma-bench fleet runs");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    crate::common::output_of(o)
 }
 
 /// netem on a node's egress while it lives.
