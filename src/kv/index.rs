@@ -16,14 +16,19 @@ pub(super) fn is_hit(p: ProbeWord) -> bool {
     (p as i64) < 0
 }
 
+/// True where a scan for `want` (a key's [`Key::want`]) stops: at the slot that holds the tag, or
+/// at a free one. `want` has bit 63 set, so `slot ^ want` is below 2^40 at the tag, at least 2^63
+/// at a free slot and in between at another key's slot: one compare tells.
+#[inline(always)]
+pub(super) fn stops_at(slot: u64, want: u64) -> bool {
+    (slot ^ want).wrapping_sub(1 << LOG_BITS) >= (1 << 63) - (1 << LOG_BITS)
+}
+
 #[inline(always)]
 pub(super) fn scan(bucket: &[u64; SLOTS], want: u64) -> ProbeWord {
     for &s in bucket {
-        // `want` has bit 63 set: `t` is below 2^40 at the tag, at least 2^63 at a free slot and
-        // in between at another key's slot, so one compare tells "stop here".
-        let t = s ^ want;
-        if t.wrapping_sub(1 << LOG_BITS) >= (1 << 63) - (1 << LOG_BITS) {
-            return if t < 1 << LOG_BITS { s } else { MISS };
+        if stops_at(s, want) {
+            return if (s ^ want) < 1 << LOG_BITS { s } else { MISS };
         }
     }
     MISS
@@ -47,7 +52,7 @@ impl<'a> Index<'a> {
     }
 
     #[inline(always)]
-    fn slot_index(&self, key: Key) -> usize {
+    fn bucket_index(&self, key: Key) -> usize {
         let b = (u64::from(key.bucket()) & self.mask) as usize;
         debug_assert!(b < self.buckets.len());
         b
@@ -56,12 +61,12 @@ impl<'a> Index<'a> {
     /// Where `key`'s bucket is, for a prefetch.
     #[inline(always)]
     pub(super) fn bucket_ptr(&self, key: Key) -> *const [u64; SLOTS] {
-        self.buckets.as_ptr().wrapping_add(self.slot_index(key))
+        self.buckets.as_ptr().wrapping_add(self.bucket_index(key))
     }
 
     #[inline(always)]
     pub(super) fn bucket(&self, key: Key) -> &[u64; SLOTS] {
-        let b = self.slot_index(key);
+        let b = self.bucket_index(key);
         // SAFETY: `b <= mask < buckets.len()` (the field's invariant). The check this saves is
         // on every operation's scan.
         unsafe { self.buckets.get_unchecked(b) }
@@ -69,7 +74,7 @@ impl<'a> Index<'a> {
 
     #[inline(always)]
     pub(super) fn bucket_mut(&mut self, key: Key) -> &mut [u64; SLOTS] {
-        let b = self.slot_index(key);
+        let b = self.bucket_index(key);
         // SAFETY: as in `bucket`.
         unsafe { self.buckets.get_unchecked_mut(b) }
     }

@@ -1,7 +1,7 @@
 //! The circular log of items (key, length, value) that the index points into.
 
-use super::index::{is_hit, ProbeWord};
-use super::{Key, Stats, HEADER, IN_USE, LOG_BITS, MAX_ITEM, MAX_VALUE, OFFSET_MASK, SLOTS};
+use super::index::{is_hit, stops_at, ProbeWord};
+use super::{Key, Stats, HEADER, MAX_ITEM, MAX_VALUE, OFFSET_MASK, SLOTS};
 use crate::mem::{prefetch_ptr, HugeBuffer};
 
 /// The 16 bytes at the start of an item window, as a key.
@@ -25,6 +25,24 @@ pub(super) fn write_value(dst: &mut [u8; MAX_ITEM], src: &[u8; MAX_VALUE], len: 
         3 => d[..32].copy_from_slice(&src[..32]),
         4 => d[..40].copy_from_slice(&src[..40]),
         _ => d[..MAX_VALUE].copy_from_slice(src),
+    }
+}
+
+/// PUT `value[..len]` (1..=MAX_VALUE bytes) into `item` (what [`Log::find`] returned for the
+/// key) in place, if it has that length; false if there is no item or its length differs (the
+/// PUT is then an insert). An item's length byte was checked by its insert, so equal means valid.
+#[inline(always)]
+pub(super) fn update_in_place(
+    item: Option<&mut [u8; MAX_ITEM]>,
+    len: usize,
+    value: &[u8; MAX_VALUE],
+) -> bool {
+    match item {
+        Some(w) if usize::from(w[16]) == len => {
+            write_value(w, value, len);
+            true
+        }
+        _ => false,
     }
 }
 
@@ -124,10 +142,7 @@ impl<'a> Log<'a> {
         w[16..HEADER].copy_from_slice(&(len as u64).to_le_bytes());
         w[HEADER..HEADER + MAX_VALUE].copy_from_slice(value);
         let want = key.want();
-        let j = match bucket
-            .iter()
-            .position(|&s| (s ^ want) < 1 << LOG_BITS || s & IN_USE == 0)
-        {
+        let j = match bucket.iter().position(|&s| stops_at(s, want)) {
             Some(j) => j,
             None => {
                 stats.index_evictions += 1;
@@ -135,23 +150,5 @@ impl<'a> Log<'a> {
             }
         };
         bucket[j] = want | (offset & OFFSET_MASK);
-    }
-
-    /// PUT `value[..len]` (1..=MAX_VALUE bytes) in place, if `key`'s live item has that length.
-    #[inline(always)]
-    pub(super) fn update(
-        &mut self,
-        probe: ProbeWord,
-        key: Key,
-        len: usize,
-        value: &[u8; MAX_VALUE],
-    ) -> bool {
-        match self.find(probe, key) {
-            Some(w) if usize::from(w[16]) == len => {
-                write_value(w, value, len);
-                true
-            }
-            _ => false,
-        }
     }
 }

@@ -32,7 +32,7 @@ use std::mem::MaybeUninit;
 use crate::error::{Error, Result};
 use crate::mem::{prefetch_ptr, HugeBuffer};
 use index::{is_hit, scan, Index, ProbeWord};
-use log::{write_value, Geometry, Log};
+use log::{update_in_place, Geometry, Log};
 
 /// MICA's GET opcode.
 pub const OP_GET: u8 = 111;
@@ -166,9 +166,7 @@ fn run_one(
         r.kind = RESP_GET_FAIL;
         return false;
     }
-    // An item's length byte is 1..=MAX_VALUE (its insert checked it): equal means valid.
-    if let Some(w) = item.filter(|w| w[16] == op.val_len) {
-        write_value(w, &op.value, usize::from(op.val_len));
+    if update_in_place(item, usize::from(op.val_len), &op.value) {
         stats.puts += 1;
         r.kind = RESP_PUT_SUCCESS;
         return false;
@@ -252,7 +250,7 @@ impl Store {
         let mut log = Log::of(&mut self.log, self.geometry);
         let bucket = index.bucket_mut(key);
         let probe = scan(bucket, key.want());
-        if !log.update(probe, key, value.len(), &v) {
+        if !update_in_place(log.find(probe, key), value.len(), &v) {
             log.insert(bucket, key, value.len(), &v, &mut stats);
         }
         self.geometry = log.g;
