@@ -60,7 +60,7 @@ ir() { # HERD_BIN REQUESTS NAME -> total Ir of the worker process
   pids=("$mc" "$ma" "$cl")
   timeout 900 valgrind --tool=callgrind --callgrind-out-file="$out/$name.cg" "$bin" "${common[@]}" "${reg[@]}" \
     --iters "$n" --duration 600 >"$out/$name.worker.log" 2>&1 ||
-    { echo "$prog: the worker failed, see $out/$name.worker.log" >&2; exit 1; }
+    { echo "$prog: the worker failed ($(tail -1 "$out/$name.worker.log")), see $out/$name.worker.log" >&2; exit 1; }
   kill -INT "$cl" "$ma" 2>/dev/null || true
   wait "$cl" "$ma" 2>/dev/null || true
   kill "$mc" 2>/dev/null || true
